@@ -1,0 +1,139 @@
+// Overloads that take `@MainActor` closures when the executor is `.main` or `.mainImmediate`, so
+// code on those executors may touch main-actor state without `MainActor.assumeIsolated`.
+
+extension Future {
+    /// ``map(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - transform: main-actor work that maps the value.
+    /// - Returns: a future of the transformed value.
+    @inlinable
+    public func map<NewValue>(
+        on executor: some MainActorExecutor,
+        _ transform: @escaping @MainActor @Sendable (Value) throws -> NewValue
+    ) -> Future<NewValue> {
+        map(hop: Hop(executor), onMainActor(transform))
+    }
+
+    /// ``flatMap(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - transform: main-actor work that returns the next future.
+    /// - Returns: a future of the next step's value.
+    @inlinable
+    public func flatMap<NewValue>(
+        on executor: some MainActorExecutor,
+        _ transform: @escaping @MainActor @Sendable (Value) throws -> Future<NewValue>
+    ) -> Future<NewValue> {
+        flatMap(hop: Hop(executor), onMainActor(transform))
+    }
+
+    /// ``mapError(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - transform: main-actor work that maps the error.
+    /// - Returns: a future with the mapped error.
+    @inlinable
+    public func mapError(
+        on executor: some MainActorExecutor,
+        _ transform: @escaping @MainActor @Sendable (any Error) -> any Error
+    ) -> Future<Value> {
+        let isolated = onMainActor(transform)
+        return mapError(hop: Hop(executor)) { error in
+            do { return try isolated(error) } catch { return error }
+        }
+    }
+
+    /// ``recover(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - transform: main-actor work that maps the error to a value.
+    /// - Returns: a future that succeeds unless `transform` throws.
+    @inlinable
+    public func recover(
+        on executor: some MainActorExecutor,
+        _ transform: @escaping @MainActor @Sendable (any Error) throws -> Value
+    ) -> Future<Value> {
+        recover(hop: Hop(executor), onMainActor(transform))
+    }
+
+    /// ``flatMapError(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - transform: main-actor work that maps the error to the next future.
+    /// - Returns: a future of this value or of the recovery's.
+    @inlinable
+    public func flatMapError(
+        on executor: some MainActorExecutor,
+        _ transform: @escaping @MainActor @Sendable (any Error) throws -> Future<Value>
+    ) -> Future<Value> {
+        flatMapError(hop: Hop(executor), onMainActor(transform))
+    }
+
+    /// ``always(on:_:)`` with a `@MainActor` side effect, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - body: main-actor work run with any outcome.
+    /// - Returns: a future that completes like this one, after `body` has run.
+    @inlinable
+    public func always(
+        on executor: some MainActorExecutor,
+        _ body: @escaping @MainActor @Sendable (Outcome<Value>) -> Void
+    ) -> Future<Value> {
+        let isolated = onMainActor(body)
+        return always(hop: Hop(executor)) { outcome in try? isolated(outcome) }
+    }
+
+    /// ``whenSuccess(on:_:)`` with a `@MainActor` closure, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - body: main-actor work run with the value.
+    @inlinable
+    public func whenSuccess(on executor: some MainActorExecutor, _ body: @escaping @MainActor @Sendable (Value) -> Void) {
+        let isolated = onMainActor(body)
+        whenSuccess(hop: Hop(executor)) { value in try? isolated(value) }
+    }
+
+    /// ``whenFailure(on:_:)`` with a `@MainActor` closure, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - body: main-actor work run with the error.
+    @inlinable
+    public func whenFailure(on executor: some MainActorExecutor, _ body: @escaping @MainActor @Sendable (any Error) -> Void) {
+        let isolated = onMainActor(body)
+        whenFailure(hop: Hop(executor)) { error in try? isolated(error) }
+    }
+
+    /// ``whenCancelled(on:_:)`` with a `@MainActor` closure, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - body: main-actor work run on cancellation.
+    @inlinable
+    public func whenCancelled(on executor: some MainActorExecutor, _ body: @escaping @MainActor @Sendable () -> Void) {
+        let isolated = onMainActor { (_: Void) in body() }
+        whenCancelled(hop: Hop(executor)) { try? isolated(()) }
+    }
+
+    /// ``whenComplete(on:_:)`` with a `@MainActor` closure, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - body: main-actor work run with the outcome.
+    @inlinable
+    public func whenComplete(
+        on executor: some MainActorExecutor,
+        _ body: @escaping @MainActor @Sendable (Outcome<Value>) -> Void
+    ) {
+        let isolated = onMainActor(body)
+        whenComplete(hop: Hop(executor)) { outcome in try? isolated(outcome) }
+    }
+}

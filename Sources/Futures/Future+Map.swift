@@ -1,0 +1,224 @@
+/// What a transform's closure produced: an outcome, or a future to adopt.
+@usableFromInline
+enum Continuation<Value: Sendable> {
+    case outcome(Outcome<Value>)
+    case adopt(Future<Value>)
+}
+
+/// Which outcomes make a transform run user code (on its executor); the others pass through inline.
+@usableFromInline
+enum Handles: Sendable {
+    case success, failure, all
+
+    @inlinable
+    func matches<Value>(_ outcome: Outcome<Value>) -> Bool {
+        switch (self, outcome) {
+        case (.all, _), (.success, .success), (.failure, .failure): true
+        default: false
+        }
+    }
+}
+
+extension FutureStorage {
+    /// Completes this (derived) future as its own completer.
+    @inlinable
+    func settle(_ continuation: Continuation<Value>) {
+        switch continuation {
+        case .outcome(let outcome): complete(outcome, from: identity)
+        case .adopt(let future): adopt(future.storage, from: identity)
+        }
+    }
+}
+
+extension Future {
+    /// Makes a future derived from this one (a consumer of it), completed from `body`.
+    @inlinable
+    func derive<NewValue>(
+        hop: Hop,
+        handles: Handles,
+        _ body: @escaping @Sendable (Outcome<Value>) -> Continuation<NewValue>
+    ) -> Future<NewValue> {
+        let derived = FutureStorage<NewValue>()
+        storage.register({ outcome in
+            if handles.matches(outcome), case .executor(let executor) = hop {
+                executor.execute { derived.settle(body(outcome)) }
+            } else {
+                derived.settle(body(outcome))
+            }
+        }, asConsumer: true)
+        return Future<NewValue>(storage: derived)
+    }
+
+    /// Transforms the value; errors and cancellation pass through.
+    ///
+    /// ```swift
+    /// let name = loadPerson().map { $0.name }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executor: where `transform` runs; the default keeps it where this call is made.
+    ///   - transform: runs once with the value; a thrown error fails the result (a thrown
+    ///     `CancellationError` cancels it).
+    /// - Returns: a future of the transformed value.
+    @inlinable
+    public func map<NewValue>(
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (Value) throws -> NewValue
+    ) -> Future<NewValue> {
+        map(hop: Hop(executor), transform)
+    }
+
+    @inlinable
+    func map<NewValue>(hop: Hop, _ transform: @escaping @Sendable (Value) throws -> NewValue) -> Future<NewValue> {
+        let derived = FutureStorage<NewValue>()
+        storage.register({ outcome in
+            switch outcome {
+            case .success(let value):
+                if case .executor(let executor) = hop {
+                    executor.execute { derived.complete(Outcome { try transform(value) }, from: derived.identity) }
+                } else {
+                    derived.complete(Outcome { try transform(value) }, from: derived.identity)
+                }
+            case .failure(let error):
+                derived.complete(.failure(error), from: derived.identity)
+            case .cancelled:
+                derived.complete(.cancelled, from: derived.identity)
+            }
+        }, asConsumer: true)
+        return Future<NewValue>(storage: derived)
+    }
+
+    /// Continues with another asynchronous step and adopts its future (collapsing: the result is
+    /// never a future of a future).
+    ///
+    /// ```swift
+    /// let picture = loadPerson().flatMap { person in person.loadPicture() }
+    /// ```
+    ///
+    /// Returning ``Future/cancelled`` stops the chain: later success and failure handlers do not
+    /// run, completion handlers do.
+    ///
+    /// - Parameters:
+    ///   - executor: where `transform` runs.
+    ///   - transform: runs once with the value and returns the next future.
+    /// - Returns: a future of the next step's value.
+    @inlinable
+    public func flatMap<NewValue>(
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
+    ) -> Future<NewValue> {
+        flatMap(hop: Hop(executor), transform)
+    }
+
+    @inlinable
+    func flatMap<NewValue>(hop: Hop, _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>) -> Future<NewValue> {
+        derive(hop: hop, handles: .success) { outcome in
+            switch outcome {
+            case .success(let value):
+                do { return .adopt(try transform(value)) } catch { return .outcome(Outcome(failure: error)) }
+            case .failure(let error): return .outcome(.failure(error))
+            case .cancelled: return .outcome(.cancelled)
+            }
+        }
+    }
+
+    /// Replaces the error of a failure; values and cancellation pass through.
+    ///
+    /// - Parameters:
+    ///   - executor: where `transform` runs.
+    ///   - transform: maps the error (returning `CancellationError` cancels the result).
+    /// - Returns: a future with the mapped error.
+    @inlinable
+    public func mapError(
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (any Error) -> any Error
+    ) -> Future<Value> {
+        mapError(hop: Hop(executor), transform)
+    }
+
+    @inlinable
+    func mapError(hop: Hop, _ transform: @escaping @Sendable (any Error) -> any Error) -> Future<Value> {
+        derive(hop: hop, handles: .failure) { outcome in
+            if case .failure(let error) = outcome { return .outcome(Outcome(failure: transform(error))) }
+            return .outcome(outcome)
+        }
+    }
+
+    /// Turns a failure into a value; values and cancellation pass through.
+    ///
+    /// ```swift
+    /// let avatar = loadPicture().recover { _ in .placeholder }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executor: where `transform` runs.
+    ///   - transform: maps the error to a value, or throws to keep failing.
+    /// - Returns: a future that succeeds unless `transform` throws or this one is cancelled.
+    @inlinable
+    public func recover(
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (any Error) throws -> Value
+    ) -> Future<Value> {
+        recover(hop: Hop(executor), transform)
+    }
+
+    @inlinable
+    func recover(hop: Hop, _ transform: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
+        derive(hop: hop, handles: .failure) { outcome in
+            if case .failure(let error) = outcome { return .outcome(Outcome { try transform(error) }) }
+            return .outcome(outcome)
+        }
+    }
+
+    /// Turns a failure into another asynchronous attempt and adopts its future.
+    ///
+    /// ```swift
+    /// let person = loadFromDisk().flatMapError { _ in loadFromServer() }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executor: where `transform` runs.
+    ///   - transform: maps the error to the next future, or throws to keep failing.
+    /// - Returns: a future of this value or of the recovery's.
+    @inlinable
+    public func flatMapError(
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (any Error) throws -> Future<Value>
+    ) -> Future<Value> {
+        flatMapError(hop: Hop(executor), transform)
+    }
+
+    @inlinable
+    func flatMapError(hop: Hop, _ transform: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
+        derive(hop: hop, handles: .failure) { outcome in
+            guard case .failure(let error) = outcome else { return .outcome(outcome) }
+            do { return .adopt(try transform(error)) } catch { return .outcome(Outcome(failure: error)) }
+        }
+    }
+
+    /// Runs a side effect on any outcome, then passes the outcome on unchanged (a `finally`).
+    ///
+    /// ```swift
+    /// upload().always { _ in spinner.stop() }.whenSuccess { showThanks() }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executor: where `body` runs.
+    ///   - body: runs once with the outcome, cancellation included.
+    /// - Returns: a future that completes like this one, after `body` has run.
+    @inlinable
+    public func always(
+        on executor: some Executor = .current,
+        _ body: @escaping @Sendable (Outcome<Value>) -> Void
+    ) -> Future<Value> {
+        always(hop: Hop(executor), body)
+    }
+
+    @inlinable
+    func always(hop: Hop, _ body: @escaping @Sendable (Outcome<Value>) -> Void) -> Future<Value> {
+        derive(hop: hop, handles: .all) { outcome in
+            body(outcome)
+            return .outcome(outcome)
+        }
+    }
+}

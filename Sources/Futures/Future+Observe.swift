@@ -1,0 +1,89 @@
+extension Hop {
+    /// Runs `body(argument)` inline or on the executor (no allocation when inline).
+    @inlinable
+    func run<Argument: Sendable>(_ argument: Argument, _ body: @escaping @Sendable (Argument) -> Void) {
+        switch self {
+        case .inline: body(argument)
+        case .executor(let executor): executor.execute { body(argument) }
+        }
+    }
+}
+
+extension Future {
+    /// Runs `body` with the value if the future succeeds.
+    ///
+    /// Observers are not consumers: they neither keep the future from being cancelled nor cancel it.
+    ///
+    /// - Parameters:
+    ///   - executor: where `body` runs; the default keeps it where this call is made.
+    ///   - body: runs at most once; released unrun on failure or cancellation.
+    @inlinable
+    public func whenSuccess(on executor: some Executor = .current, _ body: @escaping @Sendable (Value) -> Void) {
+        whenSuccess(hop: Hop(executor), body)
+    }
+
+    @inlinable
+    func whenSuccess(hop: Hop, _ body: @escaping @Sendable (Value) -> Void) {
+        storage.register({ outcome in
+            if case .success(let value) = outcome { hop.run(value, body) }
+        }, asConsumer: false)
+    }
+
+    /// Runs `body` with the error if the future fails (not if it is cancelled).
+    ///
+    /// - Parameters:
+    ///   - executor: where `body` runs.
+    ///   - body: runs at most once.
+    @inlinable
+    public func whenFailure(on executor: some Executor = .current, _ body: @escaping @Sendable (any Error) -> Void) {
+        whenFailure(hop: Hop(executor), body)
+    }
+
+    @inlinable
+    func whenFailure(hop: Hop, _ body: @escaping @Sendable (any Error) -> Void) {
+        storage.register({ outcome in
+            if case .failure(let error) = outcome { hop.run(error, body) }
+        }, asConsumer: false)
+    }
+
+    /// Runs `body` if the future is cancelled.
+    ///
+    /// - Parameters:
+    ///   - executor: where `body` runs.
+    ///   - body: runs at most once.
+    @inlinable
+    public func whenCancelled(on executor: some Executor = .current, _ body: @escaping @Sendable () -> Void) {
+        whenCancelled(hop: Hop(executor), body)
+    }
+
+    @inlinable
+    func whenCancelled(hop: Hop, _ body: @escaping @Sendable () -> Void) {
+        storage.register({ outcome in
+            guard case .cancelled = outcome else { return }
+            switch hop {
+            case .inline: body()
+            case .executor(let executor): executor.execute(body)
+            }
+        }, asConsumer: false)
+    }
+
+    /// Runs `body` with the outcome, whatever it is: the place for cleanup that must always happen.
+    ///
+    /// ```swift
+    /// showSpinner()
+    /// upload().whenComplete(on: .main) { _ in hideSpinner() }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executor: where `body` runs.
+    ///   - body: runs exactly once.
+    @inlinable
+    public func whenComplete(on executor: some Executor = .current, _ body: @escaping @Sendable (Outcome<Value>) -> Void) {
+        whenComplete(hop: Hop(executor), body)
+    }
+
+    @inlinable
+    func whenComplete(hop: Hop, _ body: @escaping @Sendable (Outcome<Value>) -> Void) {
+        storage.register({ outcome in hop.run(outcome, body) }, asConsumer: false)
+    }
+}

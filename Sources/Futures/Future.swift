@@ -1,0 +1,145 @@
+/// A value that will be ready later: it ends once, with a value, an error, or cancellation.
+///
+/// A future is the read side; its ``Promise`` writes it. Attach work with transforms, which return a
+/// new future (``map(on:_:)``, ``flatMap(on:_:)``, ``recover(on:_:)``, ...), or with observers,
+/// which return nothing (``whenSuccess(on:_:)``, ``whenComplete(on:_:)``, ...); or `await` it.
+///
+/// ```swift
+/// loadPerson()
+///     .flatMap { person in person.loadPicture() }
+///     .whenComplete { outcome in
+///         switch outcome {
+///         case .success(let picture): show(picture)
+///         case .failure(let error): report(error)   // any step's error falls through to here
+///         case .cancelled: break
+///         }
+///     }
+/// ```
+///
+/// Every closure runs on the executor given as `on:`; the default, ``Executor/current``, keeps it
+/// where the registering code runs. Callbacks never run inside the call that registers them, except
+/// on ``Executor/immediate`` and ``MainActorExecutor/mainImmediate``.
+///
+/// `Future` is a cheap handle (one reference) and `Sendable` when its value is.
+public struct Future<Value: Sendable>: Sendable {
+    @usableFromInline let storage: FutureStorage<Value>
+
+    @inlinable init(storage: FutureStorage<Value>) {
+        self.storage = storage
+    }
+
+    /// A future that has already succeeded with `value`.
+    ///
+    /// - Parameter value: the value.
+    @inlinable
+    public init(value: Value) {
+        storage = FutureStorage(state: .completed(.success(value), callbacks: CallbackList(), draining: false))
+    }
+
+    /// A future that has already failed with `error` (cancelled if it is a `CancellationError`).
+    ///
+    /// - Parameter error: the error.
+    @inlinable
+    public init(error: any Error) {
+        storage = FutureStorage(state: .completed(Outcome(failure: error), callbacks: CallbackList(), draining: false))
+    }
+
+    /// A future that has already ended with `outcome`.
+    ///
+    /// - Parameter outcome: the outcome.
+    @inlinable
+    public init(outcome: Outcome<Value>) {
+        storage = FutureStorage(state: .completed(outcome.normalized, callbacks: CallbackList(), draining: false))
+    }
+
+    /// A future that is already cancelled. Returned from a `flatMap` closure, it stops the chain:
+    /// later success and failure handlers do not run, completion handlers do.
+    @inlinable
+    public static var cancelled: Future<Value> {
+        Future(storage: FutureStorage(state: .completed(.cancelled, callbacks: CallbackList(), draining: false)))
+    }
+
+    /// A future that never completes and stores nothing: callbacks given to it are dropped at once,
+    /// and ``cancel()`` returns `false`. Futures derived from it are ordinary pending futures.
+    @inlinable
+    public static var never: Future<Value> {
+        Future(storage: FutureStorage(state: .never))
+    }
+
+    /// Runs `body` now with a new promise and returns its future; an error thrown by `body` fails it.
+    ///
+    /// This wraps callback-based APIs:
+    ///
+    /// ```swift
+    /// let data = Future<Data> { promise in
+    ///     legacyLoad(url) { data, error in promise.complete(value: data, error: error) }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - body: receives the promise; runs inline, before the initialiser returns.
+    public init(file: StaticString = #fileID, line: UInt = #line, _ body: (Promise<Value>) throws -> Void) {
+        let promise = Promise<Value>(file: file, line: line)
+        do {
+            try body(promise)
+        } catch {
+            promise.fail(error)
+        }
+        self = promise.future
+    }
+
+    /// Runs `work` on `executor` and completes with what it returns or throws.
+    ///
+    /// ```swift
+    /// let checksum = Future(on: .global(qos: .utility)) { try hashFile(at: path) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executor: where `work` runs.
+    ///   - work: the work; throwing `CancellationError` cancels the future.
+    public init(on executor: some Executor, _ work: @escaping @Sendable () throws -> Value) {
+        self.init(hop: Hop(executor), work)
+    }
+
+    init(hop: Hop, _ work: @escaping @Sendable () throws -> Value) {
+        let storage = FutureStorage<Value>()
+        hop.run { storage.complete(Outcome(catching: work), from: storage.identity) }
+        self.init(storage: storage)
+    }
+
+    /// Runs `work` on the main actor and completes with what it returns or throws.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - work: `@MainActor` work; throwing `CancellationError` cancels the future.
+    public init(on executor: some MainActorExecutor, _ work: @escaping @MainActor @Sendable () throws -> Value) {
+        let isolated = onMainActor { (_: Void) in try work() }
+        self.init(hop: Hop(executor)) { try isolated(()) }
+    }
+
+    /// Whether the future has not completed yet.
+    public var isPending: Bool { storage.outcome == nil }
+
+    /// The outcome if the future has completed, else `nil`; never waits.
+    public var outcome: Outcome<Value>? { storage.outcome }
+
+    /// Cancels the future if it is pending: it completes `.cancelled` at once, its success and
+    /// failure callbacks are released unrun, its completion callbacks run, futures derived from it
+    /// are cancelled, and its producer is told (``Promise/isCancelled``, ``Promise/onCancel(_:)``).
+    ///
+    /// - Returns: `true` if this call cancelled the future; `false` if it had already completed,
+    ///   and always for ``never``.
+    @discardableResult
+    public func cancel() -> Bool {
+        storage.cancel()
+    }
+}
+
+extension Future: CustomStringConvertible {
+    /// `Future<T>(pending)` or `Future<T>(<outcome>)`.
+    public var description: String {
+        "Future<\(Value.self)>(\(outcome.map(String.init(describing:)) ?? "pending"))"
+    }
+}

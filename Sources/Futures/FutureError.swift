@@ -1,0 +1,29 @@
+/// Errors the library itself fails futures with.
+public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The last ``Promise`` of a pending future went away without completing it. Carries where the
+    /// promise was made (`#fileID` and `#line`).
+    case brokenPromise(file: String, line: Int)
+    /// The future was made to adopt itself, directly or through a cycle of futures adopting each other.
+    case cycle
+    /// A `timeout(after:)` elapsed before the future completed.
+    case timedOut
+    /// A combinator that needs at least one future was given none.
+    case emptyInput
+    /// A member of a join was cancelled from outside the join.
+    case cancelledMember
+    /// A completion handler was called with neither a value nor an error.
+    case invalidCallback
+
+    /// A one-line explanation.
+    public var description: String {
+        switch self {
+        case .brokenPromise(let file, let line):
+            "broken promise: the promise made at \(file):\(line) was released without completing its future"
+        case .cycle: "cycle: a future was made to adopt itself, directly or through other futures"
+        case .timedOut: "timed out"
+        case .emptyInput: "empty input: the combinator needs at least one future"
+        case .cancelledMember: "a member of the join was cancelled from outside"
+        case .invalidCallback: "invalid callback: a completion handler got neither a value nor an error"
+        }
+    }
+}

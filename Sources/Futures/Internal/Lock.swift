@@ -1,0 +1,168 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Android)
+import Android
+#endif
+
+#if canImport(Darwin)
+@usableFromInline typealias RawLock = os_unfair_lock
+#else
+@usableFromInline typealias RawLock = pthread_mutex_t
+#endif
+
+/// Initialises, locks and unlocks a platform lock at a stable address.
+///
+/// `pthread_mutex_t` (and `os_unfair_lock`) must never move, so they live in manually allocated
+/// memory, never in a Swift stored property. Both are intercepted by ThreadSanitizer, unlike
+/// `Synchronization.Mutex` on Linux.
+@usableFromInline
+enum RawLockOps {
+    @inlinable
+    static func initialize(_ lock: UnsafeMutablePointer<RawLock>) {
+        #if canImport(Darwin)
+        lock.initialize(to: os_unfair_lock())
+        #else
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        #if DEBUG
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+        #endif
+        let error = pthread_mutex_init(lock, &attributes)
+        precondition(error == 0, "pthread_mutex_init failed: \(error)")
+        pthread_mutexattr_destroy(&attributes)
+        #endif
+    }
+
+    @inlinable
+    static func lock(_ lock: UnsafeMutablePointer<RawLock>) {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(lock)
+        #else
+        let error = pthread_mutex_lock(lock)
+        assert(error == 0, "pthread_mutex_lock failed: \(error) (a lock taken twice on one thread?)")
+        #endif
+    }
+
+    @inlinable
+    static func unlock(_ lock: UnsafeMutablePointer<RawLock>) {
+        #if canImport(Darwin)
+        os_unfair_lock_unlock(lock)
+        #else
+        let error = pthread_mutex_unlock(lock)
+        assert(error == 0, "pthread_mutex_unlock failed: \(error)")
+        #endif
+    }
+}
+
+/// A fixed table of locks shared by every future (lock striping).
+///
+/// A future picks its lock by hashing its address, so a future stores no lock of its own: no extra
+/// allocation and no 40-byte `pthread_mutex_t` per future. Two futures that share a stripe only
+/// contend with each other; they cannot deadlock, because the library never holds two stripe locks
+/// at once except in ``LockTable/withLocks(_:_:_:)``, which takes them in index order.
+@usableFromInline
+enum LockTable {
+    /// Number of stripes; a power of two.
+    @usableFromInline static let count = 256
+    /// Distance between two locks, one cache line, so neighbouring stripes do not false-share.
+    @usableFromInline static let stride = 64
+
+    /// The locks. Allocated and initialised once, never freed, never moved.
+    // Safety: written only inside this lazy initialiser (which Swift runs exactly once, thread-safely);
+    // afterwards only the pointer value is read, and the pointees are locks meant to be shared.
+    @usableFromInline nonisolated(unsafe) static let base: UnsafeMutableRawPointer = {
+        precondition(MemoryLayout<RawLock>.size <= stride)
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: count * stride, alignment: stride)
+        for index in 0..<count {
+            let lock = (memory + index * stride).bindMemory(to: RawLock.self, capacity: 1)
+            RawLockOps.initialize(lock)
+        }
+        return memory
+    }()
+
+    @inlinable
+    static func index(of object: AnyObject) -> Int {
+        let address = UInt(bitPattern: ObjectIdentifier(object))
+        // Heap objects are 16-byte aligned; mix higher bits in so neighbouring allocations spread.
+        let mixed = (address >> 4) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: mixed >> 56) & (count - 1)
+    }
+
+    @inlinable
+    static func lock(at index: Int) -> UnsafeMutablePointer<RawLock> {
+        (base + index * stride).assumingMemoryBound(to: RawLock.self)
+    }
+
+    /// Runs `body` holding the stripe lock of `object`. `body` must not call user code, take another
+    /// stripe lock, or release the last reference to anything (return it instead).
+    @inlinable
+    static func withLock<R>(_ object: AnyObject, _ body: () throws -> R) rethrows -> R {
+        let lock = lock(at: index(of: object))
+        RawLockOps.lock(lock)
+        defer { RawLockOps.unlock(lock) }
+        return try body()
+    }
+
+    /// Runs `body` holding the stripe locks of both objects, taken in index order (once if shared).
+    @inlinable
+    static func withLocks<R>(_ first: AnyObject, _ second: AnyObject, _ body: () throws -> R) rethrows -> R {
+        let a = index(of: first)
+        let b = index(of: second)
+        if a == b { return try withLock(first, body) }
+        let low = lock(at: min(a, b))
+        let high = lock(at: max(a, b))
+        RawLockOps.lock(low)
+        RawLockOps.lock(high)
+        defer {
+            RawLockOps.unlock(high)
+            RawLockOps.unlock(low)
+        }
+        return try body()
+    }
+}
+
+/// A standalone lock for state that is not a future's (the adoption lock, small helper objects).
+@usableFromInline
+final class Lock: @unchecked Sendable {
+    // Safety: the pointer is allocated in init and freed in deinit; the lock it points to is the
+    // synchronisation primitive itself, designed to be used from many threads.
+    @usableFromInline let raw: UnsafeMutablePointer<RawLock>
+
+    @usableFromInline init() {
+        raw = .allocate(capacity: 1)
+        RawLockOps.initialize(raw)
+    }
+
+    deinit {
+        #if !canImport(Darwin)
+        pthread_mutex_destroy(raw)
+        #endif
+        raw.deallocate()
+    }
+
+    @inlinable
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        RawLockOps.lock(raw)
+        defer { RawLockOps.unlock(raw) }
+        return try body()
+    }
+}
+
+/// A value guarded by its own lock.
+@usableFromInline
+final class Locked<State>: @unchecked Sendable {
+    // Safety: `state` is only read or written inside `lock.withLock`.
+    @usableFromInline let lock = Lock()
+    @usableFromInline var state: State
+
+    @usableFromInline init(_ state: State) { self.state = state }
+
+    @inlinable
+    func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        try lock.withLock { try body(&state) }
+    }
+}

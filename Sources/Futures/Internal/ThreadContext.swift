@@ -1,0 +1,133 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Android)
+import Android
+#endif
+
+/// Something whose completion callbacks are waiting to be run by a drain loop.
+@usableFromInline
+protocol Drainable: AnyObject {
+    /// Runs every callback stashed on this completed future (and any added while it runs).
+    func drain()
+}
+
+/// State private to one thread: the drain trampoline, the deferred-release stack and the executor
+/// whose job is running. Never shared between threads, so it needs no lock.
+@usableFromInline
+final class ThreadContext {
+    /// True while a drain loop runs on this thread; nested completions queue up instead of recursing.
+    var isDraining = false
+    var drainQueue: [any Drainable] = []
+    var drainHead = 0
+
+    /// True while a deferred-release loop runs on this thread; nested deinits queue instead of recursing.
+    var isReleasing = false
+    var releaseQueue: [Any] = []
+
+    /// The executor whose job is running on this thread, for ``CurrentExecutor``.
+    var currentExecutor: (any Executor)?
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        #if canImport(Darwin)
+        let error = pthread_key_create(&key) { pointer in
+            Unmanaged<ThreadContext>.fromOpaque(pointer).release()
+        }
+        #else
+        let error = pthread_key_create(&key) { pointer in
+            if let pointer { Unmanaged<ThreadContext>.fromOpaque(pointer).release() }
+        }
+        #endif
+        precondition(error == 0, "pthread_key_create failed: \(error)")
+        return key
+    }()
+
+    /// This thread's context, created on first use and released when the thread exits.
+    @usableFromInline
+    static var current: ThreadContext {
+        if let pointer = pthread_getspecific(key) {
+            return Unmanaged<ThreadContext>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let context = ThreadContext()
+        pthread_setspecific(key, Unmanaged.passRetained(context).toOpaque())
+        return context
+    }
+
+    /// This thread's context if it has one (does not create it).
+    static var existing: ThreadContext? {
+        pthread_getspecific(key).map { Unmanaged<ThreadContext>.fromOpaque($0).takeUnretainedValue() }
+    }
+}
+
+/// The trampoline that keeps callback chains off the stack.
+///
+/// A completed future with callbacks is handed to ``schedule(_:)``. If this thread is not already
+/// draining, it drains the future now and then everything that completes while doing so, in FIFO
+/// order; if it is, the future joins the queue and runs after the current callback returns. A
+/// million-step `.immediate` chain therefore runs in a loop at constant stack depth.
+@usableFromInline
+enum Drain {
+    @usableFromInline
+    static func schedule(_ node: any Drainable) {
+        let context = ThreadContext.current
+        if context.isDraining {
+            context.drainQueue.append(node)
+            return
+        }
+        context.isDraining = true
+        node.drain()
+        while context.drainHead < context.drainQueue.count {
+            let next = context.drainQueue[context.drainHead]
+            context.drainHead += 1
+            if context.drainHead == context.drainQueue.count {
+                context.drainQueue.removeAll(keepingCapacity: context.drainQueue.count <= 1024)
+                context.drainHead = 0
+            } else if context.drainHead >= 4096, context.drainHead * 2 >= context.drainQueue.count {
+                context.drainQueue.removeFirst(context.drainHead)
+                context.drainHead = 0
+            }
+            next.drain()
+        }
+        context.isDraining = false
+    }
+
+    /// Runs `job` with `executor` recorded as the one running on this thread.
+    @usableFromInline
+    static func run(on executor: any Executor, _ job: () -> Void) {
+        let context = ThreadContext.current
+        let saved = context.currentExecutor
+        context.currentExecutor = executor
+        job()
+        context.currentExecutor = saved
+    }
+}
+
+/// Keeps the release of long pending chains off the stack.
+///
+/// Releasing a pending future frees its callbacks, which may hold the next future, whose callbacks
+/// hold the next, and so on: a recursive deinit a million frames deep. A deinit that may free more
+/// futures hands its payload to ``release(_:)`` instead, which frees payloads one at a time in a loop.
+@usableFromInline
+enum DeferredRelease {
+    /// Releases `payload` (and everything it frees in turn) without recursing.
+    ///
+    /// - Parameter take: moves the payload out of its owner and returns it; called exactly once.
+    @usableFromInline
+    static func release(_ take: () -> Any) {
+        let context = ThreadContext.current
+        if context.isReleasing {
+            context.releaseQueue.append(take())
+            return
+        }
+        context.isReleasing = true
+        _ = take()  // dropped here; nested deinits append to the queue instead of recursing
+        while let next = context.releaseQueue.popLast() {
+            _ = next
+        }
+        context.isReleasing = false
+    }
+}

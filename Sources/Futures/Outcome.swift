@@ -1,0 +1,141 @@
+/// How a future ended: with a value, with an error, or cancelled.
+///
+/// Cancellation is its own outcome, not an error: failure handlers never see it, completion handlers
+/// do. A `CancellationError` thrown into or failed into a future makes it `.cancelled`.
+///
+/// ```swift
+/// switch await download.result {
+/// case .success(let data): show(data)
+/// case .failure(let error): report(error)
+/// case .cancelled: break   // the user walked away; nothing to report
+/// }
+/// ```
+public enum Outcome<Value> {
+    /// The future produced a value.
+    case success(Value)
+    /// The future failed with an error.
+    case failure(any Error)
+    /// The future was cancelled before it produced a value.
+    case cancelled
+}
+
+extension Outcome: Sendable where Value: Sendable {}
+
+extension Outcome {
+    /// Creates an outcome from a `Result`; a `CancellationError` failure becomes ``cancelled``.
+    ///
+    /// - Parameter result: the result to convert.
+    public init<Failure: Error>(_ result: Result<Value, Failure>) {
+        switch result {
+        case .success(let value): self = .success(value)
+        case .failure(let error): self = .init(failure: error)
+        }
+    }
+
+    /// Creates an outcome by running `body`: its value, its error, or ``cancelled`` if it throws a
+    /// `CancellationError`.
+    ///
+    /// - Parameter body: the work whose result becomes the outcome.
+    public init(catching body: () throws -> Value) {
+        do {
+            self = .success(try body())
+        } catch {
+            self = .init(failure: error)
+        }
+    }
+
+    /// A failure, or ``cancelled`` if `error` is a `CancellationError`.
+    @usableFromInline
+    init(failure error: any Error) {
+        self = error is CancellationError ? .cancelled : .failure(error)
+    }
+
+    /// This outcome as a `Result`; ``cancelled`` becomes `.failure(CancellationError())`.
+    public var result: Result<Value, any Error> {
+        switch self {
+        case .success(let value): .success(value)
+        case .failure(let error): .failure(error)
+        case .cancelled: .failure(CancellationError())
+        }
+    }
+
+    /// The value, or throws the error (`CancellationError` when cancelled).
+    ///
+    /// - Returns: the success value.
+    public func get() throws -> Value {
+        switch self {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        case .cancelled: throw CancellationError()
+        }
+    }
+
+    /// The value if this is a success, else `nil`.
+    public var value: Value? {
+        if case .success(let value) = self { return value }
+        return nil
+    }
+
+    /// The error if this is a failure, else `nil` (a cancelled outcome has no error).
+    public var error: (any Error)? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+
+    /// Whether this is ``success(_:)``.
+    public var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
+    }
+
+    /// Whether this is ``failure(_:)``.
+    public var isFailure: Bool {
+        if case .failure = self { return true }
+        return false
+    }
+
+    /// Whether this is ``cancelled``.
+    public var isCancelled: Bool {
+        if case .cancelled = self { return true }
+        return false
+    }
+
+    /// Transforms the value of a success; failures and cancellation pass through.
+    ///
+    /// - Parameter transform: maps the success value.
+    /// - Returns: the transformed outcome.
+    public func map<NewValue>(_ transform: (Value) throws -> NewValue) rethrows -> Outcome<NewValue> {
+        switch self {
+        case .success(let value): .success(try transform(value))
+        case .failure(let error): .failure(error)
+        case .cancelled: .cancelled
+        }
+    }
+
+    /// The same outcome with a cancellation error mapped to ``cancelled`` (the futures' rule D1).
+    @usableFromInline
+    var normalized: Outcome<Value> {
+        if case .failure(let error) = self, error is CancellationError { return .cancelled }
+        return self
+    }
+}
+
+extension Outcome: CustomStringConvertible {
+    /// `success(value)`, `failure(error)` or `cancelled`.
+    public var description: String {
+        switch self {
+        case .success(let value): "success(\(value))"
+        case .failure(let error): "failure(\(error))"
+        case .cancelled: "cancelled"
+        }
+    }
+}
+
+extension Result where Failure == any Error {
+    /// Creates a result from an outcome; ``Outcome/cancelled`` becomes `.failure(CancellationError())`.
+    ///
+    /// - Parameter outcome: the outcome to convert.
+    public init(_ outcome: Outcome<Success>) {
+        self = outcome.result
+    }
+}

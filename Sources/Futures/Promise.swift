@@ -1,0 +1,160 @@
+/// The producer side of a future: completes it once.
+///
+/// Make a promise, hand out its ``future``, and complete it when the work finishes. Every completing
+/// method returns `true` only for the call that won; later calls change nothing and return `false`.
+///
+/// ```swift
+/// func loadPerson(from url: URL) -> Future<Person> {
+///     let promise = Promise<Person>()
+///     DispatchQueue.global().async {
+///         do { promise.succeed(try Person(contentsOf: url)) }
+///         catch { promise.fail(error) }
+///     }
+///     return promise.future
+/// }
+/// ```
+///
+/// If the last reference to a promise goes away while its future is pending, the future fails with
+/// ``FutureError/brokenPromise(file:line:)`` naming the line where the promise was made: nothing
+/// hangs, and completion handlers still run.
+public final class Promise<Value: Sendable>: Sendable {
+    @usableFromInline let storage: FutureStorage<Value>
+    private let file: StaticString
+    private let line: UInt
+
+    /// Creates a promise with a pending future.
+    ///
+    /// - Parameters:
+    ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    public init(file: StaticString = #fileID, line: UInt = #line) {
+        storage = FutureStorage()
+        self.file = file
+        self.line = line
+    }
+
+    deinit {
+        guard storage.isPendingFor(storage.identity) else { return }
+        let error = FutureError.brokenPromise(file: String(describing: file), line: Int(line))
+        storage.complete(.failure(error), from: storage.identity)
+    }
+
+    /// The future this promise completes.
+    public var future: Future<Value> { Future(storage: storage) }
+
+    /// Completes the future with a value.
+    ///
+    /// - Parameter value: the value.
+    /// - Returns: `true` if this call completed the future.
+    @discardableResult
+    public func succeed(_ value: Value) -> Bool {
+        storage.complete(.success(value), from: storage.identity)
+    }
+
+    /// Fails the future; a `CancellationError` cancels it instead.
+    ///
+    /// - Parameter error: the error.
+    /// - Returns: `true` if this call completed the future.
+    @discardableResult
+    public func fail(_ error: any Error) -> Bool {
+        storage.complete(.failure(error), from: storage.identity)
+    }
+
+    /// Completes the future with an outcome.
+    ///
+    /// - Parameter outcome: the outcome.
+    /// - Returns: `true` if this call completed the future.
+    @discardableResult
+    public func complete(_ outcome: Outcome<Value>) -> Bool {
+        storage.complete(outcome, from: storage.identity)
+    }
+
+    /// Completes the future with a `Result`.
+    ///
+    /// - Parameter result: the result; a `CancellationError` failure cancels the future.
+    /// - Returns: `true` if this call completed the future.
+    @discardableResult
+    public func complete<Failure: Error>(with result: Result<Value, Failure>) -> Bool {
+        storage.complete(Outcome(result), from: storage.identity)
+    }
+
+    /// Completes the future with whatever `other` completes with (collapsing: no nested futures).
+    ///
+    /// If `other` is this promise's own future, or reaches it through other futures adopting each
+    /// other, the cycle fails with ``FutureError/cycle`` as it closes.
+    ///
+    /// - Parameter other: the future to adopt.
+    /// - Returns: `true` if this call decided the future's outcome.
+    @discardableResult
+    public func complete(with other: Future<Value>) -> Bool {
+        storage.adopt(other.storage, from: storage.identity)
+    }
+
+    /// Completes the future from a `(value, error)` completion handler: the error if there is one,
+    /// else the value, else ``FutureError/invalidCallback``.
+    ///
+    /// ```swift
+    /// legacyLoad { data, error in promise.complete(value: data, error: error) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - value: the handler's value.
+    ///   - error: the handler's error.
+    /// - Returns: `true` if this call completed the future.
+    @discardableResult
+    public func complete(value: Value?, error: (any Error)?) -> Bool {
+        if let error { return fail(error) }
+        if let value { return succeed(value) }
+        return fail(FutureError.invalidCallback)
+    }
+
+    /// Cancels the future (the producer gives up).
+    ///
+    /// - Returns: `true` if this call cancelled the future.
+    @discardableResult
+    public func cancel() -> Bool {
+        storage.cancel()
+    }
+
+    /// Whether the future was cancelled: check it now and then in long work, and stop early.
+    public var isCancelled: Bool {
+        storage.outcome?.isCancelled ?? false
+    }
+
+    /// Runs `handler` when the future is cancelled: now, inline, if it already is; never if it
+    /// completes otherwise (the handler is then released).
+    ///
+    /// ```swift
+    /// let task = session.dataTask(with: url) { ... }
+    /// promise.onCancel { task.cancel() }
+    /// ```
+    ///
+    /// The handler runs on the thread that cancels the future, before the future's callbacks.
+    ///
+    /// - Parameter handler: the work to do on cancellation.
+    public func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        storage.onCancel(handler)
+    }
+}
+
+extension FutureStorage {
+    /// Whether the future is pending and `origin` may still complete it.
+    @usableFromInline
+    func isPendingFor(_ origin: ObjectIdentifier) -> Bool {
+        var node = self
+        while true {
+            let read: ReadStep = LockTable.withLock(node) {
+                switch node.state {
+                case .pending(let pending): .answer(pending.accepts(origin, for: node))
+                case .completed, .never: .answer(false)
+                case .linked: .follow
+                }
+            }
+            switch read {
+            case .answer(let answer): return answer
+            case .outcome: preconditionFailure()
+            case .follow: node = node.root()
+            }
+        }
+    }
+}
