@@ -1,0 +1,123 @@
+import Dispatch
+import Testing
+import FuturesTestSupport
+@testable import Futures
+
+@Suite("Observers")
+struct FutureObserveTests {
+    @Test func eachObserverSeesOnlyItsOutcome() {
+        let recorder = Recorder<String>()
+        func observe(_ future: Future<Int>) {
+            future.whenSuccess(on: .immediate) { recorder.append("success \($0)") }
+            future.whenFailure(on: .immediate) { _ in recorder.append("failure") }
+            future.whenCancelled(on: .immediate) { recorder.append("cancelled") }
+            future.whenComplete(on: .immediate) { recorder.append("complete \($0.isSuccess)") }
+        }
+        observe(Future(value: 1))
+        observe(Future(error: TestError()))
+        observe(.cancelled)
+        #expect(recorder.all == [
+            "success 1", "complete true",
+            "failure", "complete false",
+            "cancelled", "complete false",
+        ])
+    }
+
+    @Test func callbacksRunExactlyOnceInRegistrationOrderOnASerialExecutor() {
+        let executor = ManualExecutor()
+        let promise = Promise<Int>()
+        let recorder = Recorder<Int>()
+        for index in 0..<50 { promise.future.whenComplete(on: executor) { _ in recorder.append(index) } }
+        promise.succeed(0)
+        for index in 50..<100 { promise.future.whenComplete(on: executor) { _ in recorder.append(index) } }
+        executor.runAll()
+        #expect(recorder.all == Array(0..<100))
+    }
+
+    @Test func callbacksOnASerialQueueRunInRegistrationOrder() async {
+        let queue = DispatchQueue(label: "order")
+        let promise = Promise<Int>()
+        let recorder = Recorder<Int>()
+        await confirmation(expectedCount: 200) { done in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                for index in 0..<100 { promise.future.whenSuccess(on: .queue(queue)) { _ in recorder.append(index); done() } }
+                DispatchQueue.global().async { promise.succeed(1) }
+                for index in 100..<200 { promise.future.whenSuccess(on: .queue(queue)) { _ in recorder.append(index); done() } }
+                promise.future.whenComplete(on: .queue(queue)) { _ in continuation.resume() }
+            }
+        }
+        #expect(recorder.all == Array(0..<200))
+    }
+
+    @Test func callbacksNeverRunInsideTheRegisteringCall() async {
+        let queue = MarkedQueue("no-zalgo")
+        let done = Future<Void> { promise in
+            queue.queue.async {
+                let registering = Counter()
+                Future(value: 1).whenSuccess { _ in
+                    // Runs later on the same serial queue, after the registering block finished.
+                    if registering.value == 1 { promise.succeed(()) } else { promise.fail(TestError()) }
+                }
+                registering.increment()
+            }
+        }
+        await #expect(throws: Never.self) { try await done.value }
+    }
+
+    @Test func immediateRunsInlineWhenComplete() {
+        let ran = Counter()
+        Future(value: 1).whenSuccess(on: .immediate) { _ in ran.increment() }
+        #expect(ran.value == 1)
+    }
+
+    @Test func immediateRunsOnTheCompletingThreadBeforeCompleteReturns() {
+        let promise = Promise<Int>()
+        let recorder = Recorder<String>()
+        promise.future.whenSuccess(on: .immediate) { _ in recorder.append("callback") }
+        promise.succeed(1)
+        recorder.append("after succeed")
+        #expect(recorder.all == ["callback", "after succeed"])
+    }
+
+    @Test func callbacksRegisteredFromManyThreadsWhileCompletingRunExactlyOnce() {
+        for _ in 0..<50 {
+            let promise = Promise<Int>()
+            let runs = Counter()
+            DispatchQueue.concurrentPerform(iterations: 4) { index in
+                if index == 0 {
+                    promise.succeed(1)
+                } else {
+                    for _ in 0..<100 { promise.future.whenSuccess(on: .immediate) { _ in runs.increment() } }
+                }
+            }
+            #expect(runs.value == 300)
+        }
+    }
+
+    @Test func observerCapturesAreReleasedOnceRun() {
+        weak var weakProbe: Probe?
+        let promise = Promise<Int>()
+        do {
+            let probe = Probe()
+            weakProbe = probe
+            promise.future.whenComplete(on: .immediate) { _ in _ = probe }
+        }
+        #expect(weakProbe != nil)
+        promise.succeed(1)
+        #expect(weakProbe == nil)
+    }
+
+    @Test func successObserverIsReleasedUnrunOnFailure() {
+        weak var weakProbe: Probe?
+        let promise = Promise<Int>()
+        let runs = Counter()
+        do {
+            let probe = Probe()
+            weakProbe = probe
+            promise.future.whenSuccess(on: .immediate) { _ in _ = probe; runs.increment() }
+        }
+        promise.fail(TestError())
+        #expect(weakProbe == nil)
+        #expect(runs.value == 0)
+    }
+}

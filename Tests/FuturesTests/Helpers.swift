@@ -1,0 +1,119 @@
+import Foundation
+@testable import Futures
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An object whose lifetime a test watches through a weak reference.
+final class Probe: Sendable {
+    let id: Int
+    init(_ id: Int = 0) { self.id = id }
+}
+
+/// A thread-safe list that callbacks append to.
+final class Recorder<Element: Sendable>: @unchecked Sendable {
+    // Safety: `items` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var items: [Element] = []
+
+    func append(_ item: Element) {
+        lock.lock()
+        items.append(item)
+        lock.unlock()
+    }
+
+    var all: [Element] {
+        lock.lock()
+        defer { lock.unlock() }
+        return items
+    }
+
+    var count: Int { all.count }
+}
+
+/// A counter several threads increment.
+final class Counter: @unchecked Sendable {
+    // Safety: `value` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var count = 0
+
+    @discardableResult
+    func increment() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        count += 1
+        return count
+    }
+
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
+}
+
+private final class ThreadBody {
+    let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+}
+
+/// Runs `body` on a new thread with a 512 KiB stack (an ordinary secondary-thread stack) and waits
+/// for it to finish. A recursion a million frames deep would crash it.
+func onSmallStack(_ body: @escaping () -> Void) {
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    pthread_attr_setstacksize(&attributes, 512 * 1024)
+    let argument = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    #if canImport(Darwin)
+    var thread: pthread_t?
+    let error = pthread_create(&thread, &attributes, { argument in
+        Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().body()
+        return nil
+    }, argument)
+    precondition(error == 0)
+    pthread_join(thread!, nil)
+    #else
+    var thread = pthread_t()
+    let error = pthread_create(&thread, &attributes, { argument in
+        Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue().body()
+        return nil
+    }, argument)
+    precondition(error == 0)
+    pthread_join(thread, nil)
+    #endif
+    pthread_attr_destroy(&attributes)
+}
+
+struct TestError: Error, Equatable {
+    var code = 1
+}
+
+/// A dispatch queue that knows it is current.
+final class MarkedQueue: Sendable {
+    let queue: DispatchQueue
+    private let key = DispatchSpecificKey<UInt8>()
+
+    init(_ label: String) {
+        queue = DispatchQueue(label: label)
+        queue.setSpecific(key: key, value: 1)
+    }
+
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: key) != nil }
+}
+
+extension Outcome {
+    var failureError: (any Error)? { error }
+}
+
+func isBrokenPromise<V>(_ outcome: Outcome<V>?) -> Bool {
+    if case .failure(FutureError.brokenPromise) = outcome { return true }
+    return false
+}
+
+func isCycle<V>(_ outcome: Outcome<V>?) -> Bool {
+    if case .failure(FutureError.cycle) = outcome { return true }
+    return false
+}

@@ -1,0 +1,198 @@
+import Foundation
+import Testing
+@testable import Futures
+
+@Suite("Promise")
+struct PromiseTests {
+    @Test func firstCompletionWinsAndLaterOnesReturnFalse() {
+        let promise = Promise<Int>()
+        #expect(promise.succeed(1))
+        #expect(!promise.succeed(2))
+        #expect(!promise.fail(TestError()))
+        #expect(!promise.complete(.cancelled))
+        #expect(!promise.complete(with: Result<Int, TestError>.success(3)))
+        #expect(!promise.complete(with: Future(value: 4)))
+        #expect(!promise.cancel())
+        #expect(!promise.future.cancel())
+        #expect(promise.future.outcome?.value == 1)
+    }
+
+    @Test func concurrentCompletionsHaveExactlyOneWinner() {
+        for _ in 0..<200 {
+            let promise = Promise<Int>()
+            let winners = Counter()
+            let callbacks = Counter()
+            promise.future.whenComplete(on: .immediate) { _ in callbacks.increment() }
+            DispatchQueue.concurrentPerform(iterations: 8) { index in
+                let won: Bool
+                switch index % 4 {
+                case 0: won = promise.succeed(index)
+                case 1: won = promise.fail(TestError(code: index))
+                case 2: won = promise.cancel()
+                default: won = promise.future.cancel()
+                }
+                if won { winners.increment() }
+            }
+            #expect(winners.value == 1)
+            #expect(callbacks.value == 1)
+            #expect(promise.future.outcome != nil)
+        }
+    }
+
+    @Test func failingWithCancellationErrorCancels() {
+        let promise = Promise<Int>()
+        promise.fail(CancellationError())
+        #expect(promise.future.outcome?.isCancelled == true)
+        #expect(promise.isCancelled)
+    }
+
+    @Test func completeWithResultAndOutcome() {
+        let a = Promise<Int>()
+        a.complete(with: Result<Int, TestError>.failure(TestError(code: 2)))
+        #expect((a.future.outcome?.error as? TestError)?.code == 2)
+        let b = Promise<Int>()
+        b.complete(.success(9))
+        #expect(b.future.outcome?.value == 9)
+    }
+
+    @Test func valueErrorAdapterPrefersErrorAndRejectsNilNil() {
+        let a = Promise<Int>()
+        a.complete(value: 1, error: nil)
+        #expect(a.future.outcome?.value == 1)
+        let b = Promise<Int>()
+        b.complete(value: 1, error: TestError())
+        #expect(b.future.outcome?.error is TestError)
+        let c = Promise<Int>()
+        c.complete(value: nil, error: nil)
+        #expect(c.future.outcome?.error as? FutureError == .invalidCallback)
+    }
+
+    @Test func droppedPendingPromiseBreaksWithFileAndLine() {
+        var promise: Promise<Int>? = Promise<Int>(); let line = #line
+        let future = promise!.future
+        let completions = Counter()
+        future.whenComplete(on: .immediate) { _ in completions.increment() }
+        promise = nil
+        guard case .failure(FutureError.brokenPromise(let file, let brokenLine))? = future.outcome else {
+            Issue.record("expected a broken promise, got \(String(describing: future.outcome))")
+            return
+        }
+        #expect(file == #fileID)
+        #expect(brokenLine == line)
+        #expect(completions.value == 1)
+    }
+
+    @Test func droppedCompletedPromiseChangesNothing() {
+        var promise: Promise<Int>? = Promise<Int>()
+        let future = promise!.future
+        promise!.succeed(1)
+        promise = nil
+        #expect(future.outcome?.value == 1)
+    }
+
+    @Test func promiseThatAdoptedIsNotBrokenWhenDropped() {
+        let inner = Promise<Int>()
+        var outer: Promise<Int>? = Promise<Int>()
+        let future = outer!.future
+        outer!.complete(with: inner.future)
+        outer = nil
+        #expect(future.isPending)
+        inner.succeed(5)
+        #expect(future.outcome?.value == 5)
+    }
+
+    @Test func adoptedPromiseDroppedBreaksTheAdopter() {
+        var inner: Promise<Int>? = Promise<Int>()
+        let outer = Promise<Int>()
+        outer.complete(with: inner!.future)
+        inner = nil
+        #expect(isBrokenPromise(outer.future.outcome))
+    }
+
+    @Test func completeWithFutureAdoptsItsOutcome() {
+        let inner = Promise<String>()
+        let outer = Promise<String>()
+        #expect(outer.complete(with: inner.future))
+        #expect(!outer.succeed("too late"))
+        #expect(outer.future.isPending)
+        inner.succeed("inner")
+        #expect(outer.future.outcome?.value == "inner")
+
+        let failed = Promise<String>()
+        failed.complete(with: Future(error: TestError()))
+        #expect(failed.future.outcome?.error is TestError)
+    }
+
+    @Test func adoptingYourselfFailsWithCycle() {
+        let promise = Promise<Int>()
+        #expect(promise.complete(with: promise.future))
+        #expect(isCycle(promise.future.outcome))
+    }
+
+    @Test(arguments: [2, 3, 100])
+    func adoptionCyclesFailEveryMemberWhenTheyClose(length: Int) {
+        let promises = (0..<length).map { _ in Promise<Int>() }
+        for index in 0..<(length - 1) {
+            promises[index].complete(with: promises[index + 1].future)
+            #expect(promises[index].future.isPending, "no cycle yet")
+        }
+        promises[length - 1].complete(with: promises[0].future)
+        for promise in promises {
+            #expect(isCycle(promise.future.outcome))
+        }
+    }
+
+    @Test(arguments: [2, 3, 100])
+    func cyclesOfFuturesWithOtherConsumersAlsoFail(length: Int) {
+        // Each future has a consumer of its own, so adoption waits instead of merging.
+        let promises = (0..<length).map { _ in Promise<Int>() }
+        let derived = promises.map { $0.future.map(on: .immediate) { $0 } }
+        for index in stride(from: length - 1, to: 0, by: -1) {
+            promises[index].complete(with: promises[index - 1].future)
+        }
+        #expect(promises.allSatisfy { $0.future.isPending })
+        promises[0].complete(with: promises[length - 1].future)
+        for (promise, consumer) in zip(promises, derived) {
+            #expect(isCycle(promise.future.outcome))
+            #expect(isCycle(consumer.outcome))
+        }
+    }
+
+    @Test func onCancelRunsWhenTheFutureIsCancelled() {
+        let promise = Promise<Int>()
+        let runs = Counter()
+        promise.onCancel { runs.increment() }
+        promise.onCancel { runs.increment() }
+        #expect(!promise.isCancelled)
+        #expect(promise.future.cancel())
+        #expect(promise.isCancelled)
+        #expect(runs.value == 2)
+        promise.onCancel { runs.increment() }  // already cancelled: inline
+        #expect(runs.value == 3)
+    }
+
+    @Test func onCancelHandlersAreReleasedWhenTheFutureSucceeds() {
+        let promise = Promise<Int>()
+        weak var weakProbe: Probe?
+        do {
+            let probe = Probe()
+            weakProbe = probe
+            promise.onCancel { _ = probe }
+        }
+        #expect(weakProbe != nil)
+        promise.succeed(1)
+        #expect(weakProbe == nil)
+        let runs = Counter()
+        promise.onCancel { runs.increment() }
+        #expect(runs.value == 0)
+    }
+
+    @Test func producerCancelCancelsTheFuture() {
+        let promise = Promise<Int>()
+        let cancelled = Counter()
+        promise.future.whenCancelled(on: .immediate) { cancelled.increment() }
+        #expect(promise.cancel())
+        #expect(promise.future.outcome?.isCancelled == true)
+        #expect(cancelled.value == 1)
+    }
+}
