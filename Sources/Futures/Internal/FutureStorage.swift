@@ -50,7 +50,7 @@ struct CallbackList<Value: Sendable> {
 /// code runs and no last reference is released under that lock (payloads are moved out first); a
 /// pending future's `completer` says who may complete it (itself, or the future it adopted).
 @usableFromInline
-final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
+final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     // Safety: `state` is only read or written while holding `LockTable.withLock(self)` (or, for a
     // merge, both futures' locks through `LockTable.withLocks`), or in `deinit`, when no other
     // reference exists. Callbacks and handlers it holds are `@Sendable`.
@@ -87,13 +87,19 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
         case never
     }
 
-    @usableFromInline var state: State
+    /// Whether `deinit` may have a chain of futures to release (pending callbacks or a link).
+    /// Declared before `state` so unspecialised code reads it at a fixed offset, without metadata.
+    // Both are guarded by the stripe lock, so the runtime exclusivity check is redundant; it cost
+    // more than the lock itself on the hot path.
+    @exclusivity(unchecked) @usableFromInline var mayHoldChain = false
+
+    @exclusivity(unchecked) @usableFromInline var state: State
 
     // Results of one locked step; the work they call for happens after the lock is released.
-    enum ReadStep { case outcome(Outcome<Value>?), answer(Bool), follow }
-    enum FinishStep { case follow, rejected, won(Pending, drain: Bool) }
-    enum RegisterStep { case follow, done, drain }
-    enum HandlerStep { case follow, stored, runNow, drop }
+    @usableFromInline enum ReadStep { case outcome(Outcome<Value>?), answer(Bool), follow }
+    @usableFromInline enum FinishStep { case follow, rejected, won(Pending, drain: Bool) }
+    @usableFromInline enum RegisterStep { case follow, done, drain }
+    @usableFromInline enum HandlerStep { case follow, stored, runNow, drop }
     enum AdoptionPlan { case rejected, accepted, complete(Outcome<Value>), cycle, wait(FutureStorage<Value>) }
 
     @inlinable init(state: State) { self.state = state }
@@ -105,14 +111,7 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
     deinit {
         // A pending future's callbacks may hold the next future of a long chain, and a link holds
         // the next link: release them in a loop, not by recursion.
-        switch state {
-        case .pending(let pending) where !pending.callbacks.isEmpty:
-            break
-        case .linked:
-            break
-        default:
-            return
-        }
+        guard mayHoldChain else { return }
         DeferredRelease.release {
             let payload = state
             state = .never
@@ -149,7 +148,7 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
     }
 
     /// The outcome, or `nil` while pending.
-    @usableFromInline
+    @inlinable
     var outcome: Outcome<Value>? {
         var node = self
         while true {
@@ -173,7 +172,7 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
     /// Completes the future with `outcome` if `origin` may complete it and it is pending.
     ///
     /// - Returns: `true` if this call completed the future.
-    @usableFromInline @discardableResult
+    @inlinable @discardableResult
     func complete(_ outcome: Outcome<Value>, from origin: ObjectIdentifier) -> Bool {
         finish(outcome.normalized, origin: origin)
     }
@@ -181,13 +180,13 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
     /// Cancels the future if it is pending.
     ///
     /// - Returns: `true` if this call cancelled the future.
-    @usableFromInline @discardableResult
+    @inlinable @discardableResult
     func cancel() -> Bool {
         finish(.cancelled, origin: nil)
     }
 
     /// Completes the future (`origin == nil`: cancellation, always allowed while pending).
-    @usableFromInline
+    @inlinable
     func finish(_ outcome: Outcome<Value>, origin: ObjectIdentifier?) -> Bool {
         var node = self
         while true {
@@ -198,6 +197,7 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
                 case .pending(let pending):
                     if let origin, !pending.accepts(origin, for: node) { return .rejected }
                     let drain = !pending.callbacks.isEmpty
+                    node.mayHoldChain = false
                     node.state = .completed(outcome, callbacks: pending.callbacks, draining: drain)
                     return .won(pending, drain: drain)
                 }
@@ -211,14 +211,20 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
                 if case .cancelled = outcome {
                     for handler in pending.cancelHandlers { handler() }
                 }
-                if drain { Drain.schedule(node) }
+                if drain { node.scheduleDrain() }
                 return true
             }
         }
     }
 
+    /// Hands this completed future to the drain loop with its specialised drain function.
+    @inlinable
+    func scheduleDrain() {
+        Drain.schedule(DrainEntry(node: self, run: { unsafeDowncast($0, to: FutureStorage<Value>.self).drain() }))
+    }
+
     /// Runs the stashed callbacks, then any registered while they ran, until none are left.
-    @usableFromInline
+    @inlinable
     func drain() {
         while true {
             let batch: (Outcome<Value>, CallbackList<Value>)? = LockTable.withLock(self) {
@@ -241,7 +247,7 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
     ///   - callback: the callback; it decides itself whether to hop to an executor.
     ///   - asConsumer: whether the registrant consumes the value (a derived future or an awaiting
     ///     task) rather than merely observing it.
-    @usableFromInline
+    @inlinable
     func register(_ callback: @escaping Callback<Value>, asConsumer: Bool) {
         var node = self
         while true {
@@ -255,6 +261,7 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
                     node.state = .never  // make `pending` unique so the append does not copy
                     pending.callbacks.append(callback)
                     if asConsumer { pending.consumers += 1 }
+                    node.mayHoldChain = true
                     node.state = .pending(pending)
                     return .done
                 case .completed(let outcome, var callbacks, let draining):
@@ -268,14 +275,14 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
             case .follow: node = node.root()
             case .done: return
             case .drain:
-                Drain.schedule(node)
+                node.scheduleDrain()
                 return
             }
         }
     }
 
     /// Adds a producer cancellation handler; runs it now if the future is already cancelled.
-    @usableFromInline
+    @inlinable
     func onCancel(_ handler: @escaping @Sendable () -> Void) {
         var node = self
         while true {
@@ -347,7 +354,9 @@ final class FutureStorage<Value: Sendable>: Drainable, @unchecked Sendable {
                     pending.cancelHandlers.append(contentsOf: adopted.cancelHandlers)
                     pending.completer = adopted.completer ?? target.identity
                     pending.waitingOn = adopted.waitingOn
+                    adopter.mayHoldChain = !pending.callbacks.isEmpty
                     adopter.state = .pending(pending)
+                    target.mayHoldChain = true
                     target.state = .linked(adopter)
                     return .accepted
                 case .pending(var adopted):

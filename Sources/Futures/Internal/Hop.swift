@@ -9,12 +9,13 @@ enum Hop: Sendable {
     case executor(any Executor)
 
     @inlinable
-    init(_ executor: any Executor) {
-        if executor is ImmediateExecutor {
+    init<E: Executor>(_ executor: E) {
+        // Metatype comparisons fold away once specialised; no dynamic cast on the hot path.
+        if E.self == ImmediateExecutor.self {
             self = .inline
-        } else if executor is CurrentExecutor {
+        } else if E.self == CurrentExecutor.self {
             self = .executor(CurrentExecutor.resolve())
-        } else if executor is any RecordsItself {
+        } else if E.self is any RecordsItself.Type {
             self = .executor(executor)
         } else {
             self = .executor(RecordingExecutor(base: executor))

@@ -8,11 +8,19 @@ import Musl
 import Android
 #endif
 
-/// Something whose completion callbacks are waiting to be run by a drain loop.
+/// A completed future whose callbacks wait to be run by a drain loop, with the function that runs
+/// them. The function is specialised where the future's type is known (a protocol witness or a
+/// class method would run the unspecialised generic code, which looks type metadata up each call).
 @usableFromInline
-protocol Drainable: AnyObject {
-    /// Runs every callback stashed on this completed future (and any added while it runs).
-    func drain()
+struct DrainEntry {
+    @usableFromInline let node: AnyObject
+    @usableFromInline let run: (AnyObject) -> Void
+
+    @inlinable
+    init(node: AnyObject, run: @escaping (AnyObject) -> Void) {
+        self.node = node
+        self.run = run
+    }
 }
 
 /// State private to one thread: the drain trampoline, the deferred-release stack and the executor
@@ -21,7 +29,7 @@ protocol Drainable: AnyObject {
 final class ThreadContext {
     /// True while a drain loop runs on this thread; nested completions queue up instead of recursing.
     var isDraining = false
-    var drainQueue: [any Drainable] = []
+    var drainQueue: [DrainEntry] = []
     var drainHead = 0
 
     /// True while a deferred-release loop runs on this thread; nested deinits queue instead of recursing.
@@ -72,14 +80,14 @@ final class ThreadContext {
 @usableFromInline
 enum Drain {
     @usableFromInline
-    static func schedule(_ node: any Drainable) {
+    static func schedule(_ entry: DrainEntry) {
         let context = ThreadContext.current
         if context.isDraining {
-            context.drainQueue.append(node)
+            context.drainQueue.append(entry)
             return
         }
         context.isDraining = true
-        node.drain()
+        entry.run(entry.node)
         while context.drainHead < context.drainQueue.count {
             let next = context.drainQueue[context.drainHead]
             context.drainHead += 1
@@ -90,7 +98,7 @@ enum Drain {
                 context.drainQueue.removeFirst(context.drainHead)
                 context.drainHead = 0
             }
-            next.drain()
+            next.run(next.node)
         }
         context.isDraining = false
     }
