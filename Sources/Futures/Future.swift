@@ -33,7 +33,7 @@ public struct Future<Value: Sendable>: Sendable {
     /// - Parameter value: the value.
     @inlinable
     public init(value: Value) {
-        storage = FutureStorage(state: .completed(.success(value), callbacks: CallbackList(), draining: false))
+        storage = FutureStorage(outcome: .success(value))
     }
 
     /// A future that has already failed with `error` (cancelled if it is a `CancellationError`).
@@ -41,7 +41,7 @@ public struct Future<Value: Sendable>: Sendable {
     /// - Parameter error: the error.
     @inlinable
     public init(error: any Error) {
-        storage = FutureStorage(state: .completed(Outcome(failure: error), callbacks: CallbackList(), draining: false))
+        storage = FutureStorage(outcome: Outcome(failure: error))
     }
 
     /// A future that has already ended with `outcome`.
@@ -49,21 +49,21 @@ public struct Future<Value: Sendable>: Sendable {
     /// - Parameter outcome: the outcome.
     @inlinable
     public init(outcome: Outcome<Value>) {
-        storage = FutureStorage(state: .completed(outcome.normalized, callbacks: CallbackList(), draining: false))
+        storage = FutureStorage(outcome: outcome.normalized)
     }
 
     /// A future that is already cancelled. Returned from a `flatMap` closure, it stops the chain:
     /// later success and failure handlers do not run, completion handlers do.
     @inlinable
     public static var cancelled: Future<Value> {
-        Future(storage: FutureStorage(state: .completed(.cancelled, callbacks: CallbackList(), draining: false)))
+        Future(storage: FutureStorage(outcome: .cancelled))
     }
 
     /// A future that never completes and stores nothing: callbacks given to it are dropped at once,
     /// and ``cancel()`` returns `false`. Futures derived from it are ordinary pending futures.
     @inlinable
     public static var never: Future<Value> {
-        Future(storage: FutureStorage(state: .never))
+        Future(storage: FutureStorage(never: ()))
     }
 
     /// Runs `body` now with a new promise and returns its future; an error thrown by `body` fails it.

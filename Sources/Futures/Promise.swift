@@ -136,25 +136,3 @@ public final class Promise<Value: Sendable>: Sendable {
         storage.onCancel(handler)
     }
 }
-
-extension FutureStorage {
-    /// Whether the future is pending and `origin` may still complete it.
-    @usableFromInline
-    func isPendingFor(_ origin: ObjectIdentifier) -> Bool {
-        var node = self
-        while true {
-            let read: ReadStep = LockTable.withLock(node) {
-                switch node.state {
-                case .pending(let pending): .answer(pending.accepts(origin, for: node))
-                case .completed, .never: .answer(false)
-                case .linked: .follow
-                }
-            }
-            switch read {
-            case .answer(let answer): return answer
-            case .outcome: preconditionFailure()
-            case .follow: node = node.root()
-            }
-        }
-    }
-}

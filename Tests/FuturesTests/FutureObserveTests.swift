@@ -94,6 +94,20 @@ struct FutureObserveTests {
         }
     }
 
+    @Test func immediateTreesRunEveryCallbackExactlyOnce() {
+        // A wide and deep tree of `.immediate` futures queues many completions in the drain loop.
+        let promise = Promise<Int>()
+        let runs = Counter()
+        var level = [promise.future]
+        for _ in 0..<4 {
+            level = level.flatMap { parent in (0..<5).map { _ in parent.map(on: .immediate) { $0 + 1 } } }
+        }
+        for future in level { future.whenSuccess(on: .immediate) { _ in runs.increment() } }
+        promise.succeed(0)
+        #expect(runs.value == 625)
+        #expect(level.allSatisfy { $0.outcome?.value == 4 })
+    }
+
     @Test func observerCapturesAreReleasedOnceRun() {
         weak var weakProbe: Probe?
         let promise = Promise<Int>()

@@ -39,6 +39,49 @@ struct PromiseTests {
         }
     }
 
+    @Test func adoptionRacingOtherCompletionsHasExactlyOneWinner() {
+        for _ in 0..<200 {
+            let promise = Promise<Int>()
+            let inner = Promise<Int>()
+            let winners = Counter()
+            DispatchQueue.concurrentPerform(iterations: 4) { index in
+                let won: Bool
+                switch index {
+                case 0: won = promise.complete(with: inner.future)
+                case 1: won = promise.succeed(1)
+                case 2: won = promise.fail(TestError())
+                default: won = promise.complete(with: Result<Int, TestError>.success(3))
+                }
+                if won { winners.increment() }
+            }
+            inner.succeed(2)
+            #expect(winners.value == 1)
+            #expect(promise.future.outcome != nil)
+        }
+    }
+
+    @Test func aFutureThatAdoptedCanStillBeCancelled() {
+        let inner = Promise<Int>()
+        let promise = Promise<Int>()
+        promise.complete(with: inner.future)
+        #expect(promise.future.cancel())
+        #expect(promise.future.outcome?.isCancelled == true)
+        inner.succeed(1)
+        #expect(promise.future.outcome?.isCancelled == true)
+    }
+
+    @Test func twoThreadsClosingOneCycleBothFailWithCycle() {
+        for _ in 0..<200 {
+            let a = Promise<Int>()
+            let b = Promise<Int>()
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                if index == 0 { a.complete(with: b.future) } else { b.complete(with: a.future) }
+            }
+            #expect(isCycle(a.future.outcome))
+            #expect(isCycle(b.future.outcome))
+        }
+    }
+
     @Test func failingWithCancellationErrorCancels() {
         let promise = Promise<Int>()
         promise.fail(CancellationError())

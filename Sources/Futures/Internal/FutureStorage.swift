@@ -11,8 +11,6 @@ struct CallbackList<Value: Sendable> {
 
     @inlinable init() {}
 
-    @inlinable init(_ callback: @escaping Callback<Value>) { first = callback }
-
     @inlinable var isEmpty: Bool { first == nil }
 
     @inlinable
@@ -35,76 +33,74 @@ struct CallbackList<Value: Sendable> {
     }
 }
 
-/// The shared state of a future and its promise.
+/// The lifecycle of a future.
 ///
 /// ```
-///            complete / cancel                       drain loop took the last callback
-/// pending ───────────────────────▶ completed(draining) ───────────────────────▶ completed(idle)
-///    │  adopted by another future with no other consumer (merge)       ▲  registration on an idle
-///    └──────────────▶ linked(root): every call is forwarded to root    │  completed future restarts
-///                                                                      └─ draining
+///            complete / cancel           drain loop ran the last callback
+/// pending ─────────────────▶ completed ◀──────────────────────────────┐
+///    │                       (draining) ──────────────────────────────┘ (idle; a registration on an
+///    │ adopted, with no consumer of its own, by another future           idle completed future
+///    └──────────────▶ linked: every call is forwarded to `link`          starts draining again)
 /// never: immortal; stores no callbacks, cannot complete or be cancelled.
 /// ```
+@usableFromInline
+enum Phase: UInt8 {
+    case pending, completed, linked, never
+}
+
+/// The rarely used parts of a pending future, allocated on first use.
+@usableFromInline
+final class Extras<Value: Sendable> {
+    /// Who may complete the future: `nil` for itself (its promise or internal completer), else the
+    /// identity of the future it adopted. Cancellation is always allowed.
+    @usableFromInline var completer: ObjectIdentifier?
+    /// The producer's `onCancel` handlers.
+    @usableFromInline var cancelHandlers: [@Sendable () -> Void] = []
+    /// The future this one waits for after adopting it without merging: its union-find parent for
+    /// cycle detection (compressed as it is walked).
+    @usableFromInline weak var waitingOn: FutureStorage<Value>?
+
+    @usableFromInline init() {}
+}
+
+/// The shared state of a future and its promise.
 ///
-/// Rules that keep it correct: the state is only touched under the future's stripe lock; no user
-/// code runs and no last reference is released under that lock (payloads are moved out first); a
-/// pending future's `completer` says who may complete it (itself, or the future it adopted).
+/// Rules that keep it correct: every field is only touched under the future's stripe lock
+/// (`LockTable.withLock(self)`, or both futures' locks for a merge); no user code runs and no last
+/// reference is released under that lock (payloads are moved out first); a pending future's
+/// `completer` says who may complete it.
 @usableFromInline
 final class FutureStorage<Value: Sendable>: @unchecked Sendable {
-    // Safety: `state` is only read or written while holding `LockTable.withLock(self)` (or, for a
-    // merge, both futures' locks through `LockTable.withLocks`), or in `deinit`, when no other
-    // reference exists. Callbacks and handlers it holds are `@Sendable`.
-
-    @usableFromInline
-    struct Pending {
-        /// Callbacks waiting for the outcome.
-        @usableFromInline var callbacks = CallbackList<Value>()
-        /// Who may complete this future: `nil` for itself (its promise or its internal completer),
-        /// else the identity of the future it adopted. Cancellation is always allowed.
-        @usableFromInline var completer: ObjectIdentifier?
-        /// Futures derived from this one and tasks awaiting it (observers are not consumers).
-        @usableFromInline var consumers = 0
-        /// The producer's `onCancel` handlers.
-        @usableFromInline var cancelHandlers: [@Sendable () -> Void] = []
-        /// The future this one waits for after adopting it without merging: the union-find parent
-        /// used to detect adoption cycles (compressed as it is walked).
-        @usableFromInline weak var waitingOn: FutureStorage<Value>?
-
-        @inlinable init() {}
-
-        /// Whether a completion coming from `origin` may complete `node`, whose pending state this is.
-        @inlinable
-        func accepts(_ origin: ObjectIdentifier, for node: FutureStorage<Value>) -> Bool {
-            origin == (completer ?? ObjectIdentifier(node))
-        }
-    }
-
-    @usableFromInline
-    enum State {
-        case pending(Pending)
-        case linked(FutureStorage<Value>)
-        case completed(Outcome<Value>, callbacks: CallbackList<Value>, draining: Bool)
-        case never
-    }
+    // Safety: all fields are guarded by the stripe lock of `self` (see above), or accessed in
+    // `deinit`, when no other reference exists. Stored callbacks and handlers are `@Sendable`.
+    // The runtime exclusivity check is redundant under the lock and cost more than the lock, so
+    // it is turned off field by field.
 
     /// Whether `deinit` may have a chain of futures to release (pending callbacks or a link).
-    /// Declared before `state` so unspecialised code reads it at a fixed offset, without metadata.
-    // Both are guarded by the stripe lock, so the runtime exclusivity check is redundant; it cost
-    // more than the lock itself on the hot path.
+    /// First, so unspecialised code reads it at a fixed offset without type metadata.
     @exclusivity(unchecked) @usableFromInline var mayHoldChain = false
+    @exclusivity(unchecked) @usableFromInline var phase: Phase
+    /// Whether a drain loop owns the callbacks of this completed future.
+    @exclusivity(unchecked) @usableFromInline var draining = false
+    /// Futures derived from this one and tasks awaiting it (observers are not consumers).
+    @exclusivity(unchecked) @usableFromInline var consumers: Int32 = 0
+    @exclusivity(unchecked) @usableFromInline var callbacks = CallbackList<Value>()
+    @exclusivity(unchecked) @usableFromInline var result: Outcome<Value>?
+    /// The future this one was merged into (`phase == .linked`).
+    @exclusivity(unchecked) @usableFromInline var link: FutureStorage<Value>?
+    @exclusivity(unchecked) @usableFromInline var extras: Extras<Value>?
 
-    @exclusivity(unchecked) @usableFromInline var state: State
+    /// A pending future.
+    @inlinable init() { phase = .pending }
 
-    // Results of one locked step; the work they call for happens after the lock is released.
-    @usableFromInline enum ReadStep { case outcome(Outcome<Value>?), answer(Bool), follow }
-    @usableFromInline enum FinishStep { case follow, rejected, won(Pending, drain: Bool) }
-    @usableFromInline enum RegisterStep { case follow, done, drain }
-    @usableFromInline enum HandlerStep { case follow, stored, runNow, drop }
-    enum AdoptionPlan { case rejected, accepted, complete(Outcome<Value>), cycle, wait(FutureStorage<Value>) }
+    /// A completed future.
+    @inlinable init(outcome: Outcome<Value>) {
+        phase = .completed
+        result = outcome
+    }
 
-    @inlinable init(state: State) { self.state = state }
-
-    @inlinable convenience init() { self.init(state: .pending(Pending())) }
+    /// The immortal future.
+    @inlinable init(never: Void) { phase = .never }
 
     @inlinable var identity: ObjectIdentifier { ObjectIdentifier(self) }
 
@@ -113,10 +109,23 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         // the next link: release them in a loop, not by recursion.
         guard mayHoldChain else { return }
         DeferredRelease.release {
-            let payload = state
-            state = .never
-            return payload
+            var taken = CallbackList<Value>()
+            swap(&taken, &callbacks)
+            let next = link
+            link = nil
+            return (taken, next) as Any
         }
+    }
+
+    /// Who may complete this pending future (caller holds the lock).
+    @inlinable var completer: ObjectIdentifier { extras?.completer ?? identity }
+
+    /// The extras box, created if needed (caller holds the lock).
+    @inlinable var ensureExtras: Extras<Value> {
+        if let extras { return extras }
+        let created = Extras<Value>()
+        extras = created
+        return created
     }
 
     // MARK: Reading
@@ -126,22 +135,15 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     func root() -> FutureStorage<Value> {
         var node = self
         var visited: [FutureStorage<Value>] = []
-        while true {
-            let next: FutureStorage<Value>? = LockTable.withLock(node) {
-                if case .linked(let next) = node.state { return next }
-                return nil
-            }
-            guard let next else { break }
+        while let next = LockTable.withLock(node, { node.phase == .linked ? node.link : nil }) {
             visited.append(node)
             node = next
         }
         if visited.count > 1 {
             let root = node
-            for link in visited.dropLast() {
+            for step in visited.dropLast() {
                 // The old target stays alive in `visited` until after the lock is released.
-                LockTable.withLock(link) {
-                    if case .linked = link.state { link.state = .linked(root) }
-                }
+                LockTable.withLock(step) { step.link = root }
             }
         }
         return node
@@ -152,17 +154,22 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     var outcome: Outcome<Value>? {
         var node = self
         while true {
-            let read: ReadStep = LockTable.withLock(node) {
-                switch node.state {
-                case .completed(let outcome, _, _): .outcome(outcome)
-                case .pending, .never: .outcome(nil)
-                case .linked: .follow
-                }
-            }
-            switch read {
-            case .outcome(let outcome): return outcome
-            case .answer: preconditionFailure()
-            case .follow: node = node.root()
+            let (outcome, linked) = LockTable.withLock(node) { (node.result, node.phase == .linked) }
+            if !linked { return outcome }
+            node = node.root()
+        }
+    }
+
+    /// Whether the future is pending and `origin` may still complete it.
+    @usableFromInline
+    func isPendingFor(_ origin: ObjectIdentifier) -> Bool {
+        var node = self
+        while true {
+            let (phase, accepts) = LockTable.withLock(node) { (node.phase, node.completer == origin) }
+            switch phase {
+            case .pending: return accepts
+            case .completed, .never: return false
+            case .linked: node = node.root()
             }
         }
     }
@@ -185,21 +192,28 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         finish(.cancelled, origin: nil)
     }
 
+    @usableFromInline
+    enum FinishStep { case follow, rejected, won(Extras<Value>?, drain: Bool) }
+
     /// Completes the future (`origin == nil`: cancellation, always allowed while pending).
     @inlinable
     func finish(_ outcome: Outcome<Value>, origin: ObjectIdentifier?) -> Bool {
         var node = self
         while true {
             let step: FinishStep = LockTable.withLock(node) {
-                switch node.state {
+                switch node.phase {
                 case .linked: return .follow
                 case .completed, .never: return .rejected
-                case .pending(let pending):
-                    if let origin, !pending.accepts(origin, for: node) { return .rejected }
-                    let drain = !pending.callbacks.isEmpty
+                case .pending:
+                    if let origin, origin != node.completer { return .rejected }
+                    node.phase = .completed
+                    node.result = outcome
                     node.mayHoldChain = false
-                    node.state = .completed(outcome, callbacks: pending.callbacks, draining: drain)
-                    return .won(pending, drain: drain)
+                    let drain = !node.callbacks.isEmpty
+                    node.draining = drain
+                    let extras = node.extras
+                    node.extras = nil
+                    return .won(extras, drain: drain)
                 }
             }
             switch step {
@@ -207,9 +221,9 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 node = node.root()
             case .rejected:
                 return false
-            case .won(let pending, let drain):
-                if case .cancelled = outcome {
-                    for handler in pending.cancelHandlers { handler() }
+            case .won(let extras, let drain):
+                if let extras, case .cancelled = outcome {
+                    for handler in extras.cancelHandlers { handler() }
                 }
                 if drain { node.scheduleDrain() }
                 return true
@@ -223,25 +237,30 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         Drain.schedule(DrainEntry(node: self, run: { unsafeDowncast($0, to: FutureStorage<Value>.self).drain() }))
     }
 
-    /// Runs the stashed callbacks, then any registered while they ran, until none are left.
+    /// Runs the callbacks, then any registered while they ran, until none are left.
     @inlinable
     func drain() {
         while true {
-            let batch: (Outcome<Value>, CallbackList<Value>)? = LockTable.withLock(self) {
-                guard case .completed(let outcome, let callbacks, _) = state else {
-                    preconditionFailure("draining a future that is not complete")
+            var batch = CallbackList<Value>()
+            let outcome: Outcome<Value>? = LockTable.withLock(self) {
+                if callbacks.isEmpty {
+                    draining = false
+                    return nil
                 }
-                state = .completed(outcome, callbacks: CallbackList(), draining: !callbacks.isEmpty)
-                return callbacks.isEmpty ? nil : (outcome, callbacks)
+                swap(&batch, &callbacks)
+                return result
             }
-            guard let (outcome, callbacks) = batch else { return }
-            callbacks.run(with: outcome)
+            guard let outcome else { return }
+            batch.run(with: outcome)
         }
     }
 
     // MARK: Registering
 
-    /// Adds a callback, run once with the outcome (inline through the drain loop if complete).
+    @usableFromInline
+    enum RegisterStep { case follow, done, drain }
+
+    /// Adds a callback, run once with the outcome (through the drain loop if already complete).
     ///
     /// - Parameters:
     ///   - callback: the callback; it decides itself whether to hop to an executor.
@@ -252,23 +271,21 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         var node = self
         while true {
             let step: RegisterStep = LockTable.withLock(node) {
-                switch node.state {
+                switch node.phase {
                 case .linked:
                     return .follow
                 case .never:
                     return .done  // immortal: the callback can never run, so it is not kept
-                case .pending(var pending):
-                    node.state = .never  // make `pending` unique so the append does not copy
-                    pending.callbacks.append(callback)
-                    if asConsumer { pending.consumers += 1 }
+                case .pending:
+                    node.callbacks.append(callback)
+                    if asConsumer { node.consumers += 1 }
                     node.mayHoldChain = true
-                    node.state = .pending(pending)
                     return .done
-                case .completed(let outcome, var callbacks, let draining):
-                    node.state = .never
-                    callbacks.append(callback)
-                    node.state = .completed(outcome, callbacks: callbacks, draining: true)
-                    return draining ? .done : .drain
+                case .completed:
+                    node.callbacks.append(callback)
+                    if node.draining { return .done }
+                    node.draining = true
+                    return .drain
                 }
             }
             switch step {
@@ -281,20 +298,21 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         }
     }
 
+    @usableFromInline
+    enum HandlerStep { case follow, stored, runNow, drop }
+
     /// Adds a producer cancellation handler; runs it now if the future is already cancelled.
     @inlinable
     func onCancel(_ handler: @escaping @Sendable () -> Void) {
         var node = self
         while true {
             let step: HandlerStep = LockTable.withLock(node) {
-                switch node.state {
+                switch node.phase {
                 case .linked: return .follow
                 case .never: return .drop
-                case .completed(let outcome, _, _): return outcome.isCancelled ? .runNow : .drop
-                case .pending(var pending):
-                    node.state = .never
-                    pending.cancelHandlers.append(handler)
-                    node.state = .pending(pending)
+                case .completed: return node.result?.isCancelled == true ? .runNow : .drop
+                case .pending:
+                    node.ensureExtras.cancelHandlers.append(handler)
                     return .stored
                 }
             }
@@ -310,6 +328,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
 
     // MARK: Adopting
 
+    enum AdoptionPlan { case rejected, accepted, complete(Outcome<Value>), cycle, wait(FutureStorage<Value>) }
+
     /// Makes this future complete with `inner`'s outcome (collapsing), if `origin` may complete it.
     ///
     /// If `inner` has no consumer of its own, it is merged into this future (it becomes a link to
@@ -322,51 +342,42 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @discardableResult
     func adopt(_ inner: FutureStorage<Value>, from origin: ObjectIdentifier) -> Bool {
         var root = self
+        var released: (CallbackList<Value>, Extras<Value>?) = (CallbackList(), nil)
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root()
             let target = inner.root()
-            if target === root {
-                let accepted = LockTable.withLock(root) { () -> Bool in
-                    if case .pending(let pending) = root.state { return pending.accepts(origin, for: root) }
-                    return false
-                }
-                return accepted ? .cycle : .rejected
-            }
-            if Self.waitChainReaches(root, from: target) { return .cycle }
+            if target === root || Self.waitChainReaches(root, from: target) { return .cycle }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
-                guard case .pending(var pending) = adopter.state, pending.accepts(origin, for: adopter) else {
-                    return .rejected
-                }
-                switch target.state {
+                guard adopter.phase == .pending, adopter.completer == origin else { return .rejected }
+                switch target.phase {
                 case .linked:
                     preconditionFailure("links only change under the adoption lock")
-                case .completed(let outcome, _, _):
-                    return .complete(outcome)
+                case .completed:
+                    return .complete(target.result!)
                 case .never:
-                    adopter.state = .never
-                    pending.completer = target.identity  // nothing ever completes it through `never`
-                    adopter.state = .pending(pending)
+                    adopter.ensureExtras.completer = target.identity  // nothing completes it through `never`
                     return .accepted
-                case .pending(let adopted) where adopted.consumers == 0:
-                    adopter.state = .never
-                    pending.callbacks.append(contentsOf: adopted.callbacks)
-                    pending.cancelHandlers.append(contentsOf: adopted.cancelHandlers)
-                    pending.completer = adopted.completer ?? target.identity
-                    pending.waitingOn = adopted.waitingOn
-                    adopter.mayHoldChain = !pending.callbacks.isEmpty
-                    adopter.state = .pending(pending)
+                case .pending where target.consumers == 0:
+                    // Merge: `target` becomes a link to `adopter`, which takes over its state.
+                    let extras = adopter.ensureExtras
+                    extras.completer = target.completer
+                    extras.waitingOn = target.extras?.waitingOn
+                    if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
+                    adopter.callbacks.append(contentsOf: target.callbacks)
+                    adopter.mayHoldChain = adopter.mayHoldChain || !target.callbacks.isEmpty
+                    swap(&released.0, &target.callbacks)
+                    released.1 = target.extras
+                    target.extras = nil
+                    target.phase = .linked
+                    target.link = adopter
                     target.mayHoldChain = true
-                    target.state = .linked(adopter)
                     return .accepted
-                case .pending(var adopted):
-                    target.state = .never
-                    adopted.consumers += 1
-                    target.state = .pending(adopted)
-                    adopter.state = .never
-                    pending.completer = target.identity
-                    pending.waitingOn = target
-                    adopter.state = .pending(pending)
+                case .pending:
+                    target.consumers += 1
+                    let extras = adopter.ensureExtras
+                    extras.completer = target.identity
+                    extras.waitingOn = target
                     return .wait(target)
                 }
             }
@@ -394,12 +405,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     private static func waitChainReaches(_ goal: FutureStorage<Value>, from start: FutureStorage<Value>) -> Bool {
         var node = start
         var visited: [FutureStorage<Value>] = []
-        while true {
-            let parent: FutureStorage<Value>? = LockTable.withLock(node) {
-                if case .pending(let pending) = node.state { return pending.waitingOn }
-                return nil
-            }
-            guard let parent else { break }
+        while let parent = LockTable.withLock(node, { node.phase == .pending ? node.extras?.waitingOn : nil }) {
             let next = parent.root()
             if next === goal { return true }
             visited.append(node)
@@ -409,10 +415,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
             let end = node
             for waiting in visited {
                 LockTable.withLock(waiting) {
-                    guard case .pending(var pending) = waiting.state else { return }
-                    waiting.state = .never
-                    pending.waitingOn = end
-                    waiting.state = .pending(pending)
+                    if waiting.phase == .pending { waiting.extras?.waitingOn = end }
                 }
             }
         }

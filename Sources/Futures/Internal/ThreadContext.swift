@@ -27,17 +27,20 @@ struct DrainEntry {
 /// whose job is running. Never shared between threads, so it needs no lock.
 @usableFromInline
 final class ThreadContext {
+    // Every field is confined to the context's own thread, and the trampolines never hold an
+    // access across a call that could re-enter them, so the runtime exclusivity check is redundant.
+
     /// True while a drain loop runs on this thread; nested completions queue up instead of recursing.
-    var isDraining = false
-    var drainQueue: [DrainEntry] = []
-    var drainHead = 0
+    @exclusivity(unchecked) var isDraining = false
+    @exclusivity(unchecked) var drainQueue: [DrainEntry] = []
+    @exclusivity(unchecked) var drainHead = 0
 
     /// True while a deferred-release loop runs on this thread; nested deinits queue instead of recursing.
-    var isReleasing = false
-    var releaseQueue: [Any] = []
+    @exclusivity(unchecked) var isReleasing = false
+    @exclusivity(unchecked) var releaseQueue: [Any] = []
 
     /// The executor whose job is running on this thread, for ``CurrentExecutor``.
-    var currentExecutor: (any Executor)?
+    @exclusivity(unchecked) var currentExecutor: (any Executor)?
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -89,17 +92,24 @@ enum Drain {
         context.isDraining = true
         entry.run(entry.node)
         while context.drainHead < context.drainQueue.count {
-            let next = context.drainQueue[context.drainHead]
-            context.drainHead += 1
-            if context.drainHead == context.drainQueue.count {
-                context.drainQueue.removeAll(keepingCapacity: context.drainQueue.count <= 1024)
+            let next: DrainEntry
+            if context.drainHead == context.drainQueue.count - 1 {
+                // The last entry waiting (in a chain, the only one): pop it in O(1) and drop the
+                // consumed entries before it.
+                next = context.drainQueue.removeLast()
+                if context.drainHead > 0 { context.drainQueue.removeAll(keepingCapacity: true) }
                 context.drainHead = 0
-            } else if context.drainHead >= 4096, context.drainHead * 2 >= context.drainQueue.count {
-                context.drainQueue.removeFirst(context.drainHead)
-                context.drainHead = 0
+            } else {
+                next = context.drainQueue[context.drainHead]
+                context.drainHead += 1
+                if context.drainHead >= 4096, context.drainHead * 2 >= context.drainQueue.count {
+                    context.drainQueue.removeFirst(context.drainHead)
+                    context.drainHead = 0
+                }
             }
             next.run(next.node)
         }
+        if context.drainQueue.capacity > 4096 { context.drainQueue = [] }
         context.isDraining = false
     }
 
