@@ -33,25 +33,38 @@ extension Future {
 
     /// Waits for the outcome without throwing, like `Task.result`.
     ///
-    /// If the waiting task is cancelled, it stops waiting and gets ``Outcome/cancelled``.
+    /// The waiting task is a consumer of the future. If the task is cancelled, it stops waiting,
+    /// gets ``Outcome/cancelled`` and withdraws; a future left with no consumer is cancelled. A task
+    /// that is already cancelled when it starts waiting on a pending future gets ``Outcome/cancelled``
+    /// at once and counts as a consumer that withdrew.
     public var result: Outcome<Value> {
         get async {
             if let outcome = storage.outcome { return outcome }
+            if Task.isCancelled {
+                Cancellation.withdraw(from: storage, counted: false)
+                return .cancelled
+            }
             let waiter = Waiter<Value>()
+            let storage = self.storage
             return await withTaskCancellationHandler {
                 await withUnsafeContinuation { continuation in
-                    if waiter.install(continuation) {
-                        storage.register({ outcome in waiter.resume(with: outcome) }, asConsumer: true)
+                    guard waiter.install(continuation) else {
+                        Cancellation.withdraw(from: storage, counted: false)  // cancelled before it waited
+                        return
+                    }
+                    storage.register({ outcome in waiter.resume(with: outcome) }, asConsumer: true)
+                    if waiter.markRegistered() {
+                        Cancellation.withdraw(from: storage)  // cancelled while registering
                     }
                 }
             } onCancel: {
-                waiter.resume(with: .cancelled)
+                if waiter.cancel() { Cancellation.withdraw(from: storage) }
             }
         }
     }
 
     /// Waits for the value, like `Task.value`: throws the error on failure, and `CancellationError`
-    /// if the future is cancelled or the waiting task is.
+    /// if the future is cancelled or the waiting task is (which withdraws it as a consumer).
     ///
     /// ```swift
     /// let picture = try await loadPerson().flatMap { $0.loadPicture() }.value
@@ -61,53 +74,71 @@ extension Future {
     }
 }
 
-/// One task waiting for a future: resumed exactly once, by the future or by task cancellation.
+/// One task waiting for a future: resumed exactly once, by the future or by task cancellation, and
+/// withdrawn as a consumer exactly once if the task is cancelled after it registered.
 @usableFromInline
 final class Waiter<Value: Sendable>: @unchecked Sendable {
-    // Safety: `state` is only touched under `LockTable.withLock(self)`; the continuation is resumed
-    // after the lock is released, exactly once, because it is taken out of `state` under the lock.
-    enum State {
-        case idle
-        case waiting(UnsafeContinuation<Outcome<Value>, Never>)
-        case resolved(Outcome<Value>)
-        case done
-    }
-
-    private var state = State.idle
+    // Safety: every field is only touched under `LockTable.withLock(self)`; the continuation is
+    // resumed after the lock is released, exactly once, because it is taken out under the lock.
+    private var continuation: UnsafeContinuation<Outcome<Value>, Never>?
+    private var early: Outcome<Value>?
+    private var resumed = false
+    private var registered = false
+    private var cancelled = false
 
     @usableFromInline init() {}
 
-    /// Stores the continuation, or resumes it at once if the outcome arrived first.
+    /// Stores the continuation, or resumes it at once if the outcome (or cancellation) came first.
     ///
-    /// - Returns: whether the waiter still needs the future's outcome.
+    /// - Returns: whether the waiter still needs to register for the future's outcome.
     func install(_ continuation: UnsafeContinuation<Outcome<Value>, Never>) -> Bool {
-        let early: Outcome<Value>? = LockTable.withLock(self) {
-            if case .resolved(let outcome) = state {
-                state = .done
-                return outcome
-            }
-            state = .waiting(continuation)
+        let ready: Outcome<Value>? = LockTable.withLock(self) {
+            if let early { return early }
+            self.continuation = continuation
             return nil
         }
-        guard let early else { return true }
-        continuation.resume(returning: early)
+        guard let ready else { return true }
+        continuation.resume(returning: ready)
         return false
+    }
+
+    /// Records that the waiter was counted as a consumer.
+    ///
+    /// - Returns: `true` if the task was cancelled meanwhile, so the caller must withdraw it.
+    func markRegistered() -> Bool {
+        LockTable.withLock(self) {
+            registered = true
+            return cancelled
+        }
+    }
+
+    /// The waiting task was cancelled: resume it with `.cancelled`.
+    ///
+    /// - Returns: `true` if the waiter was already counted as a consumer, so the caller must withdraw it.
+    func cancel() -> Bool {
+        let (continuation, withdraw): (UnsafeContinuation<Outcome<Value>, Never>?, Bool) = LockTable.withLock(self) {
+            cancelled = true
+            return (take(.cancelled), registered)
+        }
+        continuation?.resume(returning: .cancelled)
+        return withdraw
     }
 
     /// Resumes the waiting task with `outcome` unless it was already resumed.
     func resume(with outcome: Outcome<Value>) {
-        let continuation: UnsafeContinuation<Outcome<Value>, Never>? = LockTable.withLock(self) {
-            switch state {
-            case .idle:
-                state = .resolved(outcome)
-                return nil
-            case .waiting(let continuation):
-                state = .done
-                return continuation
-            case .resolved, .done:
-                return nil
-            }
-        }
+        let continuation = LockTable.withLock(self) { take(outcome) }
         continuation?.resume(returning: outcome)
+    }
+
+    /// Takes the continuation to resume (caller holds the lock), or stashes `outcome` for `install`.
+    private func take(_ outcome: Outcome<Value>) -> UnsafeContinuation<Outcome<Value>, Never>? {
+        guard !resumed else { return nil }
+        resumed = true
+        guard let continuation else {
+            early = outcome
+            return nil
+        }
+        self.continuation = nil
+        return continuation
     }
 }

@@ -39,6 +39,7 @@ extension Future {
         _ body: @escaping @Sendable (Outcome<Value>) -> Continuation<NewValue>
     ) -> Future<NewValue> {
         let derived = FutureStorage<NewValue>()
+        derived.upstream = storage
         storage.register({ outcome in
             if handles.matches(outcome), case .executor(let executor) = hop {
                 executor.execute { derived.settle(body(outcome)) }
@@ -71,6 +72,7 @@ extension Future {
     @inlinable
     func map<NewValue>(hop: Hop, _ transform: @escaping @Sendable (Value) throws -> NewValue) -> Future<NewValue> {
         let derived = FutureStorage<NewValue>()
+        derived.upstream = storage
         storage.register({ outcome in
             switch outcome {
             case .success(let value):

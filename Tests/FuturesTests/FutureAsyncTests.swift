@@ -43,21 +43,61 @@ struct FutureAsyncTests {
         #expect(await future.result.isCancelled)
     }
 
-    @Test func aCancelledWaitingTaskStopsWaitingWithCancellation() async {
+    @Test func aCancelledWaitingTaskStopsWaitingAndWithdraws() async {
         let promise = Promise<Int>()
         let waiting = Task { await promise.future.result }
         waiting.cancel()
         #expect(await waiting.value.isCancelled)
-        #expect(promise.future.isPending, "cancellation propagation to the future is issue 3's")
+        #expect(promise.isCancelled, "its only consumer withdrew, so the future is cancelled")
     }
 
-    @Test func anAlreadyCancelledTaskThrowsAtOnce() async {
+    @Test func aCancelledWaitingTaskLeavesAFutureWithOtherConsumers() async throws {
+        let promise = Promise<Int>()
+        let other = promise.future.map(on: .immediate) { $0 }
+        let started = Promise<Void>()
+        let waiting = Task {
+            started.succeed(())
+            return await promise.future.result
+        }
+        try await started.future.value
+        waiting.cancel()
+        #expect(await waiting.value.isCancelled)
+        #expect(promise.future.isPending)
+        promise.succeed(1)
+        #expect(other.outcome?.value == 1)
+    }
+
+    @Test func whenEveryWaitingTaskIsCancelledTheFutureIsCancelled() async {
+        let promise = Promise<Int>()
+        let first = Task { await promise.future.result }
+        let second = Task { await promise.future.result }
+        first.cancel()
+        second.cancel()
+        #expect(await first.value.isCancelled)
+        #expect(await second.value.isCancelled)
+        #expect(promise.isCancelled)
+    }
+
+    @Test func anAlreadyCancelledTaskThrowsAtOnceAndCountsAsAWithdrawnConsumer() async {
         let promise = Promise<Int>()
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await promise.future.value
         }
         await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(promise.isCancelled)
+    }
+
+    @Test func anAlreadyCancelledTaskDoesNotCancelAFutureWithOtherConsumers() async {
+        let promise = Promise<Int>()
+        let other = promise.future.map(on: .immediate) { $0 }
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await promise.future.value
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(promise.future.isPending)
+        #expect(other.isPending)
     }
 
     @Test func waitingFromManyTasksAllResume() async throws {

@@ -89,6 +89,10 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// The future this one was merged into (`phase == .linked`).
     @exclusivity(unchecked) @usableFromInline var link: FutureStorage<Value>?
     @exclusivity(unchecked) @usableFromInline var extras: Extras<Value>?
+    /// The future this one consumes (its source, or the future it waits on after adopting it), to
+    /// withdraw from when this one is cancelled. Weak: a source keeps its consumers alive through
+    /// its callbacks, never the other way round, so unreferenced pending chains are freed.
+    @exclusivity(unchecked) @usableFromInline weak var upstream: (any ConsumerSource)?
 
     /// A pending future.
     @inlinable init() { phase = .pending }
@@ -192,10 +196,57 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         finish(.cancelled, origin: nil)
     }
 
+    /// What a completion leaves to do once the lock is released.
     @usableFromInline
-    enum FinishStep { case follow, rejected, won(Extras<Value>?, drain: Bool) }
+    struct Completed {
+        @usableFromInline var extras: Extras<Value>?
+        @usableFromInline var drain: Bool
+        @usableFromInline var cancelled: Bool
+        /// Set when the future was cancelled: the upstream it withdraws from.
+        @usableFromInline var upstream: (any ConsumerSource)?
 
-    /// Completes the future (`origin == nil`: cancellation, always allowed while pending).
+        @inlinable
+        init(extras: Extras<Value>?, drain: Bool, cancelled: Bool, upstream: (any ConsumerSource)?) {
+            self.extras = extras
+            self.drain = drain
+            self.cancelled = cancelled
+            self.upstream = upstream
+        }
+    }
+
+    @usableFromInline
+    enum FinishStep { case follow, rejected, won(Completed) }
+
+    /// Moves this pending future to `completed` (caller holds the lock and checked the phase).
+    @inlinable
+    func completeLocked(_ outcome: Outcome<Value>) -> Completed {
+        phase = .completed
+        result = outcome
+        mayHoldChain = false
+        let drain = !callbacks.isEmpty
+        draining = drain
+        let taken = extras
+        extras = nil
+        guard case .cancelled = outcome else {
+            return Completed(extras: taken, drain: drain, cancelled: false, upstream: nil)
+        }
+        return Completed(extras: taken, drain: drain, cancelled: true, upstream: upstream)
+    }
+
+    /// The work after a completion, outside the lock: producer cancellation handlers, callbacks.
+    /// Returns the upstream to withdraw from, if the future was cancelled.
+    @inlinable
+    func afterCompletion(_ completed: Completed) -> (any ConsumerSource)? {
+        if completed.cancelled, let extras = completed.extras {
+            for handler in extras.cancelHandlers { handler() }
+        }
+        if completed.drain { scheduleDrain() }
+        return completed.upstream
+    }
+
+    /// Completes the future (`origin == nil`: cancellation, always allowed while pending). A
+    /// cancelled future withdraws from its upstream, which is cancelled in turn if that leaves it
+    /// with no consumer, and so on up (in a loop, not by recursion).
     @inlinable
     func finish(_ outcome: Outcome<Value>, origin: ObjectIdentifier?) -> Bool {
         var node = self
@@ -206,14 +257,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 case .completed, .never: return .rejected
                 case .pending:
                     if let origin, origin != node.completer { return .rejected }
-                    node.phase = .completed
-                    node.result = outcome
-                    node.mayHoldChain = false
-                    let drain = !node.callbacks.isEmpty
-                    node.draining = drain
-                    let extras = node.extras
-                    node.extras = nil
-                    return .won(extras, drain: drain)
+                    return .won(node.completeLocked(outcome))
                 }
             }
             switch step {
@@ -221,11 +265,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 node = node.root()
             case .rejected:
                 return false
-            case .won(let extras, let drain):
-                if let extras, case .cancelled = outcome {
-                    for handler in extras.cancelHandlers { handler() }
-                }
-                if drain { node.scheduleDrain() }
+            case .won(let completed):
+                if let upstream = node.afterCompletion(completed) { Cancellation.withdraw(from: upstream) }
                 return true
             }
         }
@@ -326,9 +367,45 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         }
     }
 
+    // MARK: Withdrawing
+
+    @usableFromInline
+    enum WithdrawStep { case follow, kept, cancelled(Completed) }
+
+    /// A consumer of this future stopped needing it (`counted`: it was counted in `consumers`;
+    /// otherwise it is one that withdrew as it arrived). If no consumer is left, the future is
+    /// cancelled, atomically with the decision.
+    ///
+    /// - Returns: this future's upstream if this cancelled the future, for the caller's loop.
+    @usableFromInline
+    func withdrawConsumer(counted: Bool) -> (any ConsumerSource)? {
+        var node = self
+        while true {
+            let step: WithdrawStep = LockTable.withLock(node) {
+                switch node.phase {
+                case .linked: return .follow
+                case .completed, .never: return .kept
+                case .pending:
+                    if counted, node.consumers > 0 { node.consumers -= 1 }
+                    if node.consumers > 0 { return .kept }
+                    return .cancelled(node.completeLocked(.cancelled))
+                }
+            }
+            switch step {
+            case .follow: node = node.root()
+            case .kept: return nil
+            case .cancelled(let completed): return node.afterCompletion(completed)
+            }
+        }
+    }
+
     // MARK: Adopting
 
-    enum AdoptionPlan { case rejected, accepted, complete(Outcome<Value>), cycle, wait(FutureStorage<Value>) }
+    enum AdoptionPlan {
+        case rejected, accepted, complete(Outcome<Value>), cycle, wait(FutureStorage<Value>)
+        /// The adopter was cancelled first: it counts as a consumer of the target that withdrew.
+        case withdrawn(FutureStorage<Value>)
+    }
 
     /// Makes this future complete with `inner`'s outcome (collapsing), if `origin` may complete it.
     ///
@@ -349,7 +426,9 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
             if target === root || Self.waitChainReaches(root, from: target) { return .cycle }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
-                guard adopter.phase == .pending, adopter.completer == origin else { return .rejected }
+                guard adopter.phase == .pending, adopter.completer == origin else {
+                    return adopter.result?.isCancelled == true ? .withdrawn(target) : .rejected
+                }
                 switch target.phase {
                 case .linked:
                     preconditionFailure("links only change under the adoption lock")
@@ -364,6 +443,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     extras.completer = target.completer
                     extras.waitingOn = target.extras?.waitingOn
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
+                    adopter.upstream = target.upstream
+                    adopter.consumers += target.consumers
                     adopter.callbacks.append(contentsOf: target.callbacks)
                     adopter.mayHoldChain = adopter.mayHoldChain || !target.callbacks.isEmpty
                     swap(&released.0, &target.callbacks)
@@ -378,12 +459,16 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     let extras = adopter.ensureExtras
                     extras.completer = target.identity
                     extras.waitingOn = target
+                    adopter.upstream = target
                     return .wait(target)
                 }
             }
         }
         switch plan {
         case .rejected:
+            return false
+        case .withdrawn(let target):
+            Cancellation.withdraw(from: target, counted: false)
             return false
         case .accepted:
             return true
@@ -420,6 +505,26 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
             }
         }
         return false
+    }
+}
+
+/// A future that consumers can withdraw from (type-erased, since a consumer's value type differs).
+@usableFromInline
+protocol ConsumerSource: AnyObject, Sendable {
+    func withdrawConsumer(counted: Bool) -> (any ConsumerSource)?
+}
+
+extension FutureStorage: ConsumerSource {}
+
+@usableFromInline
+enum Cancellation {
+    /// Withdraws a consumer from `source`, and from each future that this cancels in turn.
+    @usableFromInline
+    static func withdraw(from source: any ConsumerSource, counted: Bool = true) {
+        var next = source.withdrawConsumer(counted: counted)
+        while let upstream = next {
+            next = upstream.withdrawConsumer(counted: true)
+        }
     }
 }
 

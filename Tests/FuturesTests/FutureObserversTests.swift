@@ -4,7 +4,7 @@ import FuturesTestSupport
 @testable import Futures
 
 @Suite("Observers")
-struct FutureObserveTests {
+struct FutureObserversTests {
     @Test func eachObserverSeesOnlyItsOutcome() {
         let recorder = Recorder<String>()
         func observe(_ future: Future<Int>) {

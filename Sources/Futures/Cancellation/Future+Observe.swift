@@ -1,0 +1,23 @@
+extension Future {
+    /// A branch that follows this future (its outcome) but is not one of its consumers: cancelling
+    /// the branch, or anything derived from it, never reaches this future.
+    ///
+    /// OAPromise's view-controller case: the screen observes an upload it did not start; leaving the
+    /// screen cancels the screen's chain, the upload goes on.
+    ///
+    /// ```swift
+    /// let upload = uploader.upload(picture)
+    /// let label = upload.observe().map { _ in "Done." }
+    /// label.cancel()                 // the screen went away
+    /// // `upload` is still running; cancelling `upload` would cancel `label` too.
+    /// ```
+    ///
+    /// - Returns: a future that completes like this one.
+    public func observe() -> Future<Value> {
+        let branch = FutureStorage<Value>()
+        storage.register({ outcome in
+            _ = branch.finish(outcome, origin: branch.identity)
+        }, asConsumer: false)
+        return Future(storage: branch)
+    }
+}
