@@ -1,0 +1,32 @@
+extension Future {
+    /// A future that completes like this one, unless `token` is cancelled first: then it is
+    /// cancelled (and, as a consumer of this future, withdraws from it).
+    ///
+    /// An already-cancelled token wins even over an already-completed future. When the result
+    /// completes, its registration on the token is removed, so a long-lived token collects nothing.
+    ///
+    /// ```swift
+    /// let screen = CancellationSource()
+    /// loadPicture().cancellable(by: screen.token).whenSuccess(on: .main) { show($0) }
+    /// // when the screen closes:
+    /// screen.cancel()
+    /// ```
+    ///
+    /// - Parameter token: the token that cancels the result.
+    /// - Returns: a future derived from this one.
+    public func cancellable(by token: CancellationToken) -> Future<Value> {
+        if token.isCancelled {
+            Cancellation.withdraw(from: storage, counted: false)
+            return .cancelled
+        }
+        let derived = FutureStorage<Value>()
+        derived.upstream = storage
+        storage.register({ outcome in
+            _ = derived.finish(outcome, origin: derived.identity)
+        }, asConsumer: true)
+        if let core = token.core, let registration = core.add({ _ = derived.cancel() }) {
+            derived.register({ _ in core.remove(registration) }, asConsumer: false)
+        }
+        return Future(storage: derived)
+    }
+}
