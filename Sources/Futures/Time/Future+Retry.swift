@@ -1,0 +1,79 @@
+/// How long ``Future/retry(attempts:backoff:clock:while:_:)`` waits before each new attempt.
+public struct Backoff<Duration: DurationProtocol & Sendable>: Sendable {
+    /// The delay before attempt `n + 1`, after `n` failed attempts (`n >= 1`).
+    public let delay: @Sendable (_ failedAttempts: Int) -> Duration
+
+    /// A backoff computing each delay with `delay`.
+    ///
+    /// - Parameter delay: the delay after the given number of failed attempts.
+    public init(_ delay: @escaping @Sendable (_ failedAttempts: Int) -> Duration) {
+        self.delay = delay
+    }
+
+    /// Retries at once.
+    public static var none: Backoff { Backoff { _ in .zero } }
+
+    /// Waits `delay` before every retry.
+    ///
+    /// - Parameter delay: the delay.
+    public static func constant(_ delay: Duration) -> Backoff { Backoff { _ in delay } }
+
+    /// Waits `initial`, then `initial * factor`, `initial * factor²`, ..., at most `maximum`.
+    ///
+    /// - Parameters:
+    ///   - initial: the first delay.
+    ///   - factor: how much each delay grows (at least 1).
+    ///   - maximum: the longest delay, if any.
+    public static func exponential(initial: Duration, factor: Int = 2, maximum: Duration? = nil) -> Backoff {
+        precondition(factor >= 1, "the backoff factor must be at least 1")
+        return Backoff { failedAttempts in
+            var delay = initial
+            for _ in 1..<max(failedAttempts, 1) {
+                if let maximum, delay >= maximum { return maximum }
+                delay = delay * factor
+            }
+            if let maximum, delay > maximum { return maximum }
+            return delay
+        }
+    }
+}
+
+extension Future {
+    /// Runs `operation` until it succeeds, at most `attempts` times, waiting `backoff` between
+    /// attempts; when attempts run out (or `while` says not to retry an error) it fails with the
+    /// last error.
+    ///
+    /// ```swift
+    /// let profile = Future.retry(attempts: 3, backoff: .exponential(initial: .milliseconds(10), factor: 2)) {
+    ///     fetchProfile()
+    /// }
+    /// ```
+    ///
+    /// Cancelling the result cancels the attempt in flight (or the wait) and stops retrying. A
+    /// cancelled attempt is not retried: it cancels the result.
+    ///
+    /// - Parameters:
+    ///   - attempts: the most attempts to make (at least 1).
+    ///   - backoff: the wait before each retry.
+    ///   - clock: the clock to wait on.
+    ///   - shouldRetry: whether an error is worth another attempt.
+    ///   - operation: starts one attempt.
+    /// - Returns: the first successful attempt's value, or the last error.
+    public static func retry<C: Clock>(
+        attempts: Int,
+        backoff: Backoff<C.Duration> = .none,
+        clock: C = ContinuousClock(),
+        while shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+        _ operation: @escaping @Sendable () -> Future<Value>
+    ) -> Future<Value> {
+        precondition(attempts >= 1, "retry needs at least one attempt")
+        @Sendable func attempt(_ number: Int) -> Future<Value> {
+            operation().flatMapError(on: .immediate) { error in
+                guard number < attempts, shouldRetry(error) else { throw error }
+                return Future<Void>.after(backoff.delay(number), value: (), clock: clock)
+                    .flatMap(on: .immediate) { attempt(number + 1) }
+            }
+        }
+        return attempt(1)
+    }
+}

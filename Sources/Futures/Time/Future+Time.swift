@@ -1,0 +1,76 @@
+extension Future {
+    /// A future that succeeds with `value` once `duration` has passed on `clock`.
+    ///
+    /// ```swift
+    /// let reminder = Future.after(.seconds(5), value: "stand up")
+    /// ```
+    ///
+    /// Cancelling it stops the timer and releases `value` at once.
+    ///
+    /// - Parameters:
+    ///   - duration: how long to wait, from now.
+    ///   - value: the value to succeed with.
+    ///   - clock: the clock to measure on; a manual clock in tests.
+    /// - Returns: the delayed future.
+    public static func after<C: Clock>(
+        _ duration: C.Duration,
+        value: Value,
+        clock: C = ContinuousClock()
+    ) -> Future<Value> {
+        let promise = Promise<Value>()
+        let timer = Timer.start(after: duration, clock: clock) { promise.succeed(value) }
+        promise.onCancel { timer.cancel() }
+        return promise.future
+    }
+
+    /// A future that completes like this one, `duration` after it does (successes and failures are
+    /// delayed; cancellation passes at once).
+    ///
+    /// - Parameters:
+    ///   - duration: the delay after this future completes.
+    ///   - clock: the clock to measure on.
+    /// - Returns: a delayed future derived from this one (one of its consumers).
+    public func delayed<C: Clock>(by duration: C.Duration, clock: C = ContinuousClock()) -> Future<Value> {
+        let derived = FutureStorage<Value>()
+        derived.upstream = storage
+        storage.register({ outcome in
+            if case .cancelled = outcome {
+                _ = derived.finish(.cancelled, origin: derived.identity)
+                return
+            }
+            let timer = Timer.start(after: duration, clock: clock) {
+                _ = derived.finish(outcome, origin: derived.identity)
+            }
+            derived.onCancel { timer.cancel() }
+        }, asConsumer: true)
+        return Future(storage: derived)
+    }
+
+    /// A future that completes like this one, or fails with ``FutureError/timedOut`` if this one
+    /// has not completed after `duration`; then it withdraws from this future (which is cancelled
+    /// if that leaves it with no consumer).
+    ///
+    /// ```swift
+    /// let picture = loadPicture().timeout(after: .seconds(10))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - duration: how long to wait, from now.
+    ///   - clock: the clock to measure on.
+    /// - Returns: a future derived from this one (one of its consumers).
+    public func timeout<C: Clock>(after duration: C.Duration, clock: C = ContinuousClock()) -> Future<Value> {
+        let derived = FutureStorage<Value>()
+        derived.upstream = storage
+        let source = storage
+        let timer = Timer.start(after: duration, clock: clock) {
+            if derived.finish(.failure(FutureError.timedOut), origin: derived.identity) {
+                Cancellation.withdraw(from: source)
+            }
+        }
+        storage.register({ outcome in
+            _ = derived.finish(outcome, origin: derived.identity)
+        }, asConsumer: true)
+        derived.register({ _ in timer.cancel() }, asConsumer: false)
+        return Future(storage: derived)
+    }
+}
