@@ -24,8 +24,8 @@ extension FutureStorage {
     @inlinable
     func settle(_ continuation: Continuation<Value>) {
         switch continuation {
-        case .outcome(let outcome): complete(outcome, from: identity)
-        case .adopt(let future): adopt(future.storage, from: identity)
+        case .outcome(let outcome): complete(outcome, from: self)
+        case .adopt(let future): adopt(future.storage, from: self)
         }
     }
 }
@@ -77,14 +77,14 @@ extension Future {
             switch outcome {
             case .success(let value):
                 if case .executor(let executor) = hop {
-                    executor.execute { derived.complete(Outcome { try transform(value) }, from: derived.identity) }
+                    executor.execute { derived.complete(Outcome { try transform(value) }, from: derived) }
                 } else {
-                    derived.complete(Outcome { try transform(value) }, from: derived.identity)
+                    derived.complete(Outcome { try transform(value) }, from: derived)
                 }
             case .failure(let error):
-                derived.complete(.failure(error), from: derived.identity)
+                derived.complete(.failure(error), from: derived)
             case .cancelled:
-                derived.complete(.cancelled, from: derived.identity)
+                derived.complete(.cancelled, from: derived)
             }
         }, asConsumer: true)
         return Future<NewValue>(storage: derived)

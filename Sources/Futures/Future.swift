@@ -105,7 +105,7 @@ public struct Future<Value: Sendable>: Sendable {
 
     init(hop: Hop, _ work: @escaping @Sendable () throws -> Value) {
         let storage = FutureStorage<Value>()
-        hop.run { storage.complete(Outcome(catching: work), from: storage.identity) }
+        hop.run { storage.complete(Outcome(catching: work), from: storage) }
         self.init(storage: storage)
     }
 

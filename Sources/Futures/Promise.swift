@@ -34,9 +34,9 @@ public final class Promise<Value: Sendable>: Sendable {
     }
 
     deinit {
-        guard storage.isPendingFor(storage.identity) else { return }
+        guard storage.isPendingFor(storage) else { return }
         let error = FutureError.brokenPromise(file: String(describing: file), line: Int(line))
-        storage.complete(.failure(error), from: storage.identity)
+        storage.complete(.failure(error), from: storage)
     }
 
     /// The future this promise completes.
@@ -48,7 +48,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Returns: `true` if this call completed the future.
     @discardableResult
     public func succeed(_ value: Value) -> Bool {
-        storage.complete(.success(value), from: storage.identity)
+        storage.complete(.success(value), from: storage)
     }
 
     /// Fails the future; a `CancellationError` cancels it instead.
@@ -57,7 +57,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Returns: `true` if this call completed the future.
     @discardableResult
     public func fail(_ error: any Error) -> Bool {
-        storage.complete(.failure(error), from: storage.identity)
+        storage.complete(.failure(error), from: storage)
     }
 
     /// Completes the future with an outcome.
@@ -66,7 +66,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Returns: `true` if this call completed the future.
     @discardableResult
     public func complete(_ outcome: Outcome<Value>) -> Bool {
-        storage.complete(outcome, from: storage.identity)
+        storage.complete(outcome, from: storage)
     }
 
     /// Completes the future with a `Result`.
@@ -75,7 +75,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Returns: `true` if this call completed the future.
     @discardableResult
     public func complete<Failure: Error>(with result: Result<Value, Failure>) -> Bool {
-        storage.complete(Outcome(result), from: storage.identity)
+        storage.complete(Outcome(result), from: storage)
     }
 
     /// Completes the future with whatever `other` completes with (collapsing: no nested futures).
@@ -87,7 +87,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Returns: `true` if this call decided the future's outcome.
     @discardableResult
     public func complete(with other: Future<Value>) -> Bool {
-        storage.adopt(other.storage, from: storage.identity)
+        storage.adopt(other.storage, from: storage)
     }
 
     /// Completes the future from a `(value, error)` completion handler: the error if there is one,

@@ -67,6 +67,19 @@ struct FutureAsyncTests {
         #expect(other.outcome?.value == 1)
     }
 
+    @Test func aCancelledAwaitDoesNotKeepCountingAsAConsumer() async {
+        // Regression: after an awaiting task is cancelled, cancelling the only other consumer (an
+        // adopter) must still reach the producer.
+        let inner = Promise<Int>()
+        let waiting = Task { await inner.future.result }
+        waiting.cancel()
+        _ = await waiting.value
+        let outer = Promise<Int>()
+        outer.complete(with: inner.future)
+        outer.future.cancel()
+        #expect(inner.isCancelled)
+    }
+
     @Test func whenEveryWaitingTaskIsCancelledTheFutureIsCancelled() async {
         let promise = Promise<Int>()
         let first = Task { await promise.future.result }

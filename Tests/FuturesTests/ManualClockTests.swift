@@ -61,6 +61,19 @@ struct ManualClockTests {
         await #expect(throws: CancellationError.self) { try await task.value }
     }
 
+    @Test func gettingStartedExample() async {
+        let clock = ManualClock()
+        let executor = ManualExecutor()
+        let slow = Promise<Int>()
+        let guarded = slow.future.timeout(after: .seconds(5), clock: clock)
+        let label = guarded.recover(on: executor) { _ in -1 }
+        clock.advance(by: .seconds(5))
+        _ = await guarded.result            // the timer fired
+        executor.runAll()                   // runs the recovery
+        #expect(label.outcome?.value == -1)
+        #expect(slow.isCancelled)           // the timeout was its only consumer, and withdrew
+    }
+
     @Test func documentedExample() async {
         let clock = ManualClock()
         let slow = Promise<Int>()

@@ -201,6 +201,37 @@ struct PromiseTests {
         }
     }
 
+    @Test func aFreedCompletersAddressCannotCompleteAFuture() {
+        // Regression: a new object allocated where `never` used to be must not become the
+        // completer of a future that adopted `never`.
+        for _ in 0..<1_000 {
+            let s = Promise<Int>()
+            s.complete(with: .never)
+            let b = Promise<Int>()
+            #expect(b.complete(with: s.future))
+            #expect(!b.succeed(42))
+            #expect(b.future.isPending)
+        }
+    }
+
+    @Test func aCancelledLinkInACompressedWaitChainIsNotACycle() {
+        // Regression: Y waits on Z, X on Y, and W adopting X compresses X's parent to Z. Y is
+        // cancelled inside a callback, so X's cancellation is still queued when Z adopts X: that is
+        // no cycle; Z ends cancelled with X.
+        let pz = Promise<Int>(), py = Promise<Int>(), px = Promise<Int>(), pw = Promise<Int>()
+        let consumers = [pz, py, px].map { $0.future.map(on: .immediate) { $0 } }
+        py.complete(with: pz.future)
+        px.complete(with: py.future)
+        pw.complete(with: px.future)
+        Future(value: 0).whenSuccess(on: .immediate) { _ in
+            py.future.cancel()
+            pz.complete(with: px.future)
+        }
+        #expect(pz.future.outcome?.isCancelled == true)
+        #expect(pw.future.outcome?.isCancelled == true)
+        #expect(consumers.allSatisfy { $0.outcome?.isCancelled == true })
+    }
+
     @Test func onCancelRunsWhenTheFutureIsCancelled() {
         let promise = Promise<Int>()
         let runs = Counter()

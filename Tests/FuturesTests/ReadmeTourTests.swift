@@ -114,6 +114,26 @@ struct ReadmeTourTests {
         #expect(download.isCancelled)
     }
 
+    @Test func observingWithoutConsuming() {
+        let upload = Promise<Int>()
+        let status = upload.future.observe().map { bytes in "Uploaded \(bytes) bytes" }
+        status.cancel()   // the screen went away; the upload goes on
+        #expect(upload.future.isPending)
+    }
+
+    @Test func tokensAndTime() async throws {
+        let screen = CancellationSource()
+        let avatar = loadPerson(from: server)
+            .timeout(after: .seconds(10))
+            .cancellable(by: screen.token)
+        let retried = Future.retry(attempts: 3, backoff: .exponential(initial: .milliseconds(10), factor: 2)) {
+            loadPerson(from: server)
+        }
+        screen.cancel()   // `avatar` is cancelled; `retried` goes on
+        #expect(await avatar.result.isCancelled)
+        #expect(try await retried.value.name == "Ada")
+    }
+
     @Test @MainActor func executors() async {
         let screen = Screen()
         await withCheckedContinuation { (shown: CheckedContinuation<Void, Never>) in

@@ -22,7 +22,7 @@ extension Future {
         let derived = FutureStorage<Value>()
         derived.upstream = storage
         storage.register({ outcome in
-            _ = derived.finish(outcome, origin: derived.identity)
+            _ = derived.finish(outcome, origin: derived)
         }, asConsumer: true)
         if let core = token.core, let registration = core.add({ _ = derived.cancel() }) {
             derived.register({ _ in core.remove(registration) }, asConsumer: false)

@@ -16,7 +16,7 @@ extension Future {
     public func observe() -> Future<Value> {
         let branch = FutureStorage<Value>()
         storage.register({ outcome in
-            _ = branch.finish(outcome, origin: branch.identity)
+            _ = branch.finish(outcome, origin: branch)
         }, asConsumer: false)
         return Future(storage: branch)
     }

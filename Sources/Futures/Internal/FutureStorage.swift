@@ -52,8 +52,23 @@ enum Phase: UInt8 {
 @usableFromInline
 final class Extras<Value: Sendable> {
     /// Who may complete the future: `nil` for itself (its promise or internal completer), else the
-    /// identity of the future it adopted. Cancellation is always allowed.
+    /// identity of the object it handed that right to (the future it adopted, a timer), which must
+    /// also still be alive (`completerObject`): an identity alone could be reused by a new object at
+    /// the same address. `Extras.nobody` means nothing may complete it (it adopted `never`).
+    /// Cancellation is always allowed.
     @usableFromInline var completer: ObjectIdentifier?
+    @usableFromInline weak var completerObject: AnyObject?
+
+    /// The completer of a future that adopted `never`: a metatype's identity, which no heap object
+    /// (and so no origin) can ever have.
+    @usableFromInline static var nobody: ObjectIdentifier { ObjectIdentifier(Never.self) }
+
+    /// Hands the right to complete to `object` (caller holds the owner's lock).
+    @inlinable
+    func handCompletion(to object: AnyObject) {
+        completer = ObjectIdentifier(object)
+        completerObject = object
+    }
     /// The producer's `onCancel` handlers.
     @usableFromInline var cancelHandlers: [@Sendable () -> Void] = []
     /// The future this one waits for after adopting it without merging: its union-find parent for
@@ -121,8 +136,14 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Who may complete this pending future (caller holds the lock).
-    @inlinable var completer: ObjectIdentifier { extras?.completer ?? identity }
+    /// Whether a completion coming from `origin` may complete this pending future (caller holds
+    /// the lock). `origin` is alive (the caller holds it), so if the recorded completer is alive
+    /// too and has the same identity, it is `origin`.
+    @inlinable
+    func accepts(_ origin: AnyObject) -> Bool {
+        guard let extras, let completer = extras.completer else { return origin === self }
+        return completer == ObjectIdentifier(origin) && extras.completerObject != nil
+    }
 
     /// The extras box, created if needed (caller holds the lock).
     @inlinable var ensureExtras: Extras<Value> {
@@ -146,8 +167,13 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         if visited.count > 1 {
             let root = node
             for step in visited.dropLast() {
-                // The old target stays alive in `visited` until after the lock is released.
-                LockTable.withLock(step) { step.link = root }
+                // Another compressor may have rewritten this link already, so the old target is not
+                // necessarily in `visited`: release it after the lock, never under it.
+                let old = LockTable.withLock(step) { () -> FutureStorage<Value>? in
+                    defer { step.link = root }
+                    return step.link
+                }
+                _ = old
             }
         }
         return node
@@ -166,10 +192,10 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
 
     /// Whether the future is pending and `origin` may still complete it.
     @usableFromInline
-    func isPendingFor(_ origin: ObjectIdentifier) -> Bool {
+    func isPendingFor(_ origin: AnyObject) -> Bool {
         var node = self
         while true {
-            let (phase, accepts) = LockTable.withLock(node) { (node.phase, node.completer == origin) }
+            let (phase, accepts) = LockTable.withLock(node) { (node.phase, node.accepts(origin)) }
             switch phase {
             case .pending: return accepts
             case .completed, .never: return false
@@ -184,7 +210,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     ///
     /// - Returns: `true` if this call completed the future.
     @inlinable @discardableResult
-    func complete(_ outcome: Outcome<Value>, from origin: ObjectIdentifier) -> Bool {
+    func complete(_ outcome: Outcome<Value>, from origin: AnyObject) -> Bool {
         finish(outcome.normalized, origin: origin)
     }
 
@@ -248,7 +274,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// cancelled future withdraws from its upstream, which is cancelled in turn if that leaves it
     /// with no consumer, and so on up (in a loop, not by recursion).
     @inlinable
-    func finish(_ outcome: Outcome<Value>, origin: ObjectIdentifier?) -> Bool {
+    func finish(_ outcome: Outcome<Value>, origin: AnyObject?) -> Bool {
         var node = self
         while true {
             let step: FinishStep = LockTable.withLock(node) {
@@ -256,7 +282,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 case .linked: return .follow
                 case .completed, .never: return .rejected
                 case .pending:
-                    if let origin, origin != node.completer { return .rejected }
+                    if let origin, !node.accepts(origin) { return .rejected }
                     return .won(node.completeLocked(outcome))
                 }
             }
@@ -367,6 +393,26 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Hands the right to complete this pending future from `origin` to `newCompleter`, so that
+    /// completions from `origin` are rejected from now on (a timeout uses it to withdraw from its
+    /// source before failing, without the source's cancellation reaching it first).
+    ///
+    /// - Returns: `false` if the future is not pending or `origin` may not complete it.
+    @usableFromInline
+    func reserve(for newCompleter: AnyObject, from origin: AnyObject) -> Bool {
+        var node = self
+        while true {
+            let (phase, reserved): (Phase, Bool) = LockTable.withLock(node) {
+                guard node.phase == .pending else { return (node.phase, false) }
+                guard node.accepts(origin) else { return (.pending, false) }
+                node.ensureExtras.handCompletion(to: newCompleter)
+                return (.pending, true)
+            }
+            if phase != .linked { return reserved }
+            node = node.root()
+        }
+    }
+
     // MARK: Withdrawing
 
     @usableFromInline
@@ -402,7 +448,9 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     // MARK: Adopting
 
     enum AdoptionPlan {
-        case rejected, accepted, complete(Outcome<Value>), cycle, wait(FutureStorage<Value>)
+        case rejected, accepted, complete(Outcome<Value>), cycle
+        /// Wait on the target; only callbacks holding `token` may complete the adopter.
+        case wait(FutureStorage<Value>, token: CompleterToken)
         /// The adopter was cancelled first: it counts as a consumer of the target that withdrew.
         case withdrawn(FutureStorage<Value>)
     }
@@ -417,16 +465,19 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     ///
     /// - Returns: `true` if this call was allowed to complete the future.
     @usableFromInline @discardableResult
-    func adopt(_ inner: FutureStorage<Value>, from origin: ObjectIdentifier) -> Bool {
+    func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
         var root = self
         var released: (CallbackList<Value>, Extras<Value>?) = (CallbackList(), nil)
+        // Strong references taken under the adoption lock; released after it, because releasing
+        // the last one could free a pending future and run user code (a broken promise's callbacks).
+        var keepAlive: [AnyObject] = []
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root()
             let target = inner.root()
-            if target === root || Self.waitChainReaches(root, from: target) { return .cycle }
+            if target === root || Self.closesCycle(root, adopting: target, keepAlive: &keepAlive) { return .cycle }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
-                guard adopter.phase == .pending, adopter.completer == origin else {
+                guard adopter.phase == .pending, adopter.accepts(origin) else {
                     return adopter.result?.isCancelled == true ? .withdrawn(target) : .rejected
                 }
                 switch target.phase {
@@ -435,12 +486,17 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 case .completed:
                     return .complete(target.result!)
                 case .never:
-                    adopter.ensureExtras.completer = target.identity  // nothing completes it through `never`
+                    adopter.ensureExtras.completer = Extras<Value>.nobody  // nothing completes it now
                     return .accepted
                 case .pending where target.consumers == 0:
                     // Merge: `target` becomes a link to `adopter`, which takes over its state.
                     let extras = adopter.ensureExtras
-                    extras.completer = target.completer
+                    if let targetExtras = target.extras, let completer = targetExtras.completer {
+                        extras.completer = completer
+                        extras.completerObject = targetExtras.completerObject
+                    } else {
+                        extras.handCompletion(to: target)
+                    }
                     extras.waitingOn = target.extras?.waitingOn
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
                     adopter.upstream = target.upstream
@@ -457,10 +513,11 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 case .pending:
                     target.consumers += 1
                     let extras = adopter.ensureExtras
-                    extras.completer = target.identity
+                    let token = CompleterToken()
+                    extras.handCompletion(to: token)
                     extras.waitingOn = target
                     adopter.upstream = target
-                    return .wait(target)
+                    return .wait(target, token: token)
                 }
             }
         }
@@ -476,32 +533,72 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
             return root.finish(outcome, origin: origin)
         case .cycle:
             return root.finish(.failure(FutureError.cycle), origin: origin)
-        case .wait(let target):
-            let targetIdentity = target.identity
-            target.register({ [root] outcome in
-                _ = root.finish(outcome, origin: targetIdentity)
+        case .wait(let target, let token):
+            // The callback holds the token (which holds nothing), so the adopter's right-to-complete
+            // check never depends on the target's lifetime, and no reference cycle forms.
+            target.register({ [root, token] outcome in
+                _ = root.finish(outcome, origin: token)
             }, asConsumer: false)  // counted as a consumer above, atomically with the decision
             return true
         }
     }
 
-    /// Whether following `waitingOn` parents from `start` reaches `goal` (called under the adoption
-    /// lock). Compresses the walked path to its end, so long chains stay cheap.
-    private static func waitChainReaches(_ goal: FutureStorage<Value>, from start: FutureStorage<Value>) -> Bool {
-        var node = start
+    /// Whether `adopter` adopting `target` closes a cycle (called under the adoption lock).
+    ///
+    /// Union-find first: follow the compressed `waitingOn` parents from `target`, compressing the
+    /// path, so long chains stay cheap. A hit is confirmed along the uncompressed `upstream`
+    /// pointers through pending futures, because a compressed pointer can skip a future that was
+    /// just cancelled (its waiters are about to be cancelled too, but are still pending).
+    ///
+    /// Every strong reference taken goes into `keepAlive`, to be released after the lock.
+    private static func closesCycle(
+        _ adopter: FutureStorage<Value>,
+        adopting target: FutureStorage<Value>,
+        keepAlive: inout [AnyObject]
+    ) -> Bool {
+        var node = target
         var visited: [FutureStorage<Value>] = []
+        var hit = false
         while let parent = LockTable.withLock(node, { node.phase == .pending ? node.extras?.waitingOn : nil }) {
+            keepAlive.append(parent)
             let next = parent.root()
-            if next === goal { return true }
+            keepAlive.append(next)
+            if next === adopter {
+                hit = true
+                break
+            }
             visited.append(node)
             node = next
         }
-        if visited.count > 1 {
+        if !hit, visited.count > 1 {
             let end = node
             for waiting in visited {
                 LockTable.withLock(waiting) {
                     if waiting.phase == .pending { waiting.extras?.waitingOn = end }
                 }
+            }
+        }
+        keepAlive.append(contentsOf: visited)
+        guard hit else { return false }
+        // Confirm along the real edges (a set of seen futures stops a walk around some other cycle).
+        var current: any ConsumerSource = target
+        var seen: Set<ObjectIdentifier> = [ObjectIdentifier(target)]
+        while let next = LockTable.withLock(current, { () -> (any ConsumerSource)? in
+            guard let storage = current as? FutureStorage<Value>, storage.phase == .pending else {
+                return nil
+            }
+            return storage.upstream
+        }) {
+            keepAlive.append(next)
+            if next === adopter { return true }
+            guard seen.insert(ObjectIdentifier(next)).inserted else { return false }
+            if let storage = next as? FutureStorage<Value> {
+                let root = storage.root()
+                keepAlive.append(root)
+                if root === adopter { return true }
+                current = root
+            } else {
+                current = next
             }
         }
         return false
@@ -531,3 +628,6 @@ enum Cancellation {
 /// Serialises adoptions, so finding a set's representative and joining two sets is atomic.
 /// Taken before any stripe lock, never while holding one, and no user code runs under it.
 let adoptionLock = Lock()
+
+/// An object whose only job is to be a completer's identity (a timeout's, for instance).
+final class CompleterToken: Sendable {}

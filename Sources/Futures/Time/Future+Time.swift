@@ -35,11 +35,11 @@ extension Future {
         derived.upstream = storage
         storage.register({ outcome in
             if case .cancelled = outcome {
-                _ = derived.finish(.cancelled, origin: derived.identity)
+                _ = derived.finish(.cancelled, origin: derived)
                 return
             }
             let timer = Timer.start(after: duration, clock: clock) {
-                _ = derived.finish(outcome, origin: derived.identity)
+                _ = derived.finish(outcome, origin: derived)
             }
             derived.onCancel { timer.cancel() }
         }, asConsumer: true)
@@ -63,12 +63,16 @@ extension Future {
         derived.upstream = storage
         let source = storage
         let timer = Timer.start(after: duration, clock: clock) {
-            if derived.finish(.failure(FutureError.timedOut), origin: derived.identity) {
-                Cancellation.withdraw(from: source)
-            }
+            // Take the right to complete `derived` first, so the source's cancellation caused by
+            // withdrawing cannot reach it; then withdraw; then fail. Whoever awaits the result sees
+            // the source already withdrawn from.
+            let timedOut = CompleterToken()
+            guard derived.reserve(for: timedOut, from: derived) else { return }
+            Cancellation.withdraw(from: source)
+            _ = derived.finish(.failure(FutureError.timedOut), origin: timedOut)
         }
         storage.register({ outcome in
-            _ = derived.finish(outcome, origin: derived.identity)
+            _ = derived.finish(outcome, origin: derived)
         }, asConsumer: true)
         derived.register({ _ in timer.cancel() }, asConsumer: false)
         return Future(storage: derived)
