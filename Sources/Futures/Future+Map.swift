@@ -39,14 +39,13 @@ extension Future {
         _ body: @escaping @Sendable (Outcome<Value>) -> Continuation<NewValue>
     ) -> Future<NewValue> {
         let derived = FutureStorage<NewValue>()
-        derived.upstream = storage
         storage.register({ outcome in
             if handles.matches(outcome), case .executor(let executor) = hop {
                 executor.execute { derived.settle(body(outcome)) }
             } else {
                 derived.settle(body(outcome))
             }
-        }, asConsumer: true)
+        }, derived: derived)
         return Future<NewValue>(storage: derived)
     }
 
@@ -72,7 +71,6 @@ extension Future {
     @inlinable
     func map<NewValue>(hop: Hop, _ transform: @escaping @Sendable (Value) throws -> NewValue) -> Future<NewValue> {
         let derived = FutureStorage<NewValue>()
-        derived.upstream = storage
         storage.register({ outcome in
             switch outcome {
             case .success(let value):
@@ -86,7 +84,7 @@ extension Future {
             case .cancelled:
                 derived.complete(.cancelled, from: derived)
             }
-        }, asConsumer: true)
+        }, derived: derived)
         return Future<NewValue>(storage: derived)
     }
 

@@ -103,10 +103,12 @@ public struct Future<Value: Sendable>: Sendable {
         self.init(hop: Hop(executor), work)
     }
 
-    init(hop: Hop, _ work: @escaping @Sendable () throws -> Value) {
-        let storage = FutureStorage<Value>()
-        hop.run { storage.complete(Outcome(catching: work), from: storage) }
-        self.init(storage: storage)
+    init(hop: Hop, file: StaticString = #fileID, line: UInt = #line, _ work: @escaping @Sendable () throws -> Value) {
+        // A promise, so that an executor that drops the job breaks the future instead of leaving
+        // it pending forever.
+        let promise = Promise<Value>(file: file, line: line)
+        hop.run { promise.complete(Outcome(catching: work)) }
+        self = promise.future
     }
 
     /// Runs `work` on the main actor and completes with what it returns or throws.

@@ -117,6 +117,14 @@ struct ExecutorTests {
         #expect(mapped.outcome?.value == 2)
     }
 
+    @Test func futureOnAnExecutorThatDropsTheJobBreaks() {
+        struct DroppingExecutor: Executor {
+            func execute(_ work: @escaping @Sendable () -> Void) {}
+        }
+        let future = Future(on: DroppingExecutor()) { 1 }
+        #expect(isBrokenPromise(future.outcome))
+    }
+
     @Test func futureOnExecutorCatchesErrors() {
         let executor = ManualExecutor()
         let failing = Future<Int>(on: executor) { throw TestError() }

@@ -109,6 +109,42 @@ struct FutureTests {
         #expect(weakStorage == nil)
     }
 
+    @Test func aCompletedDerivedFutureNoLongerHoldsItsSource() {
+        weak var weakSource: FutureStorage<Int>?
+        let derived: Future<Int>
+        do {
+            let promise = Promise<Int>()
+            weakSource = promise.storage
+            derived = promise.future.map(on: .immediate) { $0 + 1 }
+            promise.succeed(1)
+        }
+        #expect(derived.outcome?.value == 2)
+        #expect(weakSource == nil)
+    }
+
+    @Test func aFutureWaitingOnANeverRootedFutureIsFreedWhenUnreferenced() {
+        weak var weakAdopter: FutureStorage<Int>?
+        weak var weakTarget: FutureStorage<Int>?
+        do {
+            let target = Future<Int>.never.map(on: .immediate) { $0 }
+            let otherConsumer = target.map(on: .immediate) { $0 }   // so adoption waits instead of merging
+            let adopter = Promise<Int>()
+            adopter.complete(with: target)
+            weakAdopter = adopter.storage
+            weakTarget = target.storage
+            _ = otherConsumer
+        }
+        #expect(weakAdopter == nil)
+        #expect(weakTarget == nil)
+    }
+
+    @Test func cancellingAConsumerOfANeverRootedFutureStillReachesIt() {
+        let target = Future<Int>.never.map(on: .immediate) { $0 }
+        let consumer = target.map(on: .immediate) { $0 }
+        consumer.cancel()
+        #expect(target.outcome?.isCancelled == true)
+    }
+
     @Test func descriptionShowsTheState() {
         #expect(Future(value: 1).description == "Future<Int>(success(1))")
         let promise = Promise<Int>()

@@ -20,10 +20,9 @@ extension Future {
             return .cancelled
         }
         let derived = FutureStorage<Value>()
-        derived.upstream = storage
         storage.register({ outcome in
             _ = derived.finish(outcome, origin: derived)
-        }, asConsumer: true)
+        }, derived: derived)
         if let core = token.core, let registration = core.add({ _ = derived.cancel() }) {
             derived.register({ _ in core.remove(registration) }, asConsumer: false)
         }

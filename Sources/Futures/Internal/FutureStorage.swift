@@ -105,9 +105,16 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var link: FutureStorage<Value>?
     @exclusivity(unchecked) @usableFromInline var extras: Extras<Value>?
     /// The future this one consumes (its source, or the future it waits on after adopting it), to
-    /// withdraw from when this one is cancelled. Weak: a source keeps its consumers alive through
-    /// its callbacks, never the other way round, so unreferenced pending chains are freed.
-    @exclusivity(unchecked) @usableFromInline weak var upstream: (any ConsumerSource)?
+    /// withdraw from when this one is cancelled; released when this one completes.
+    ///
+    /// Strong, except behind a ``WeakSource`` when the source is `immortal`. The source holds its
+    /// consumers through its callbacks, so this is a cycle while both are pending; it is garbage
+    /// only if nothing can ever complete the source, which is exactly when the source is immortal
+    /// (rooted in `never`). A promise-rooted chain always completes or breaks.
+    @exclusivity(unchecked) @usableFromInline var upstream: (any ConsumerSource)?
+    /// Whether nothing but cancellation can ever complete this future: it is derived from, or
+    /// adopted, `never` or another immortal future. Its consumers hold it weakly.
+    @exclusivity(unchecked) @usableFromInline var immortal = false
 
     /// A pending future.
     @inlinable init() { phase = .pending }
@@ -228,7 +235,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         @usableFromInline var extras: Extras<Value>?
         @usableFromInline var drain: Bool
         @usableFromInline var cancelled: Bool
-        /// Set when the future was cancelled: the upstream it withdraws from.
+        /// The upstream, taken out to be released after the lock (and withdrawn from if cancelled).
         @usableFromInline var upstream: (any ConsumerSource)?
 
         @inlinable
@@ -253,10 +260,12 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         draining = drain
         let taken = extras
         extras = nil
-        guard case .cancelled = outcome else {
-            return Completed(extras: taken, drain: drain, cancelled: false, upstream: nil)
+        let source = upstream
+        upstream = nil
+        if case .cancelled = outcome {
+            return Completed(extras: taken, drain: drain, cancelled: true, upstream: source)
         }
-        return Completed(extras: taken, drain: drain, cancelled: true, upstream: upstream)
+        return Completed(extras: taken, drain: drain, cancelled: false, upstream: source)
     }
 
     /// The work after a completion, outside the lock: producer cancellation handlers, callbacks.
@@ -267,7 +276,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
             for handler in extras.cancelHandlers { handler() }
         }
         if completed.drain { scheduleDrain() }
-        return completed.upstream
+        return completed.cancelled ? completed.upstream : nil
     }
 
     /// Completes the future (`origin == nil`: cancellation, always allowed while pending). A
@@ -347,6 +356,48 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     node.callbacks.append(callback)
                     if asConsumer { node.consumers += 1 }
                     node.mayHoldChain = true
+                    return .done
+                case .completed:
+                    node.callbacks.append(callback)
+                    if node.draining { return .done }
+                    node.draining = true
+                    return .drain
+                }
+            }
+            switch step {
+            case .follow: node = node.root()
+            case .done: return
+            case .drain:
+                node.scheduleDrain()
+                return
+            }
+        }
+    }
+
+    /// Registers `callback` for a future derived from this one: counts it as a consumer and, under
+    /// this future's lock (so before the callback can run), records this future as its upstream,
+    /// weakly if this future is immortal. A future derived from `never` is immortal.
+    @inlinable
+    func register<Derived>(_ callback: @escaping Callback<Value>, derived: FutureStorage<Derived>) {
+        var node = self
+        while true {
+            let step: RegisterStep = LockTable.withLock(node) {
+                switch node.phase {
+                case .linked:
+                    return .follow
+                case .never:
+                    derived.immortal = true
+                    return .done
+                case .pending:
+                    node.callbacks.append(callback)
+                    node.consumers += 1
+                    node.mayHoldChain = true
+                    if node.immortal {
+                        derived.immortal = true
+                        derived.upstream = WeakSource(node)
+                    } else {
+                        derived.upstream = node
+                    }
                     return .done
                 case .completed:
                     node.callbacks.append(callback)
@@ -471,6 +522,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         // Strong references taken under the adoption lock; released after it, because releasing
         // the last one could free a pending future and run user code (a broken promise's callbacks).
         var keepAlive: [AnyObject] = []
+        var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root()
             let target = inner.root()
@@ -487,6 +539,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     return .complete(target.result!)
                 case .never:
                     adopter.ensureExtras.completer = Extras<Value>.nobody  // nothing completes it now
+                    adopter.immortal = true
                     return .accepted
                 case .pending where target.consumers == 0:
                     // Merge: `target` becomes a link to `adopter`, which takes over its state.
@@ -499,7 +552,9 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     }
                     extras.waitingOn = target.extras?.waitingOn
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
-                    adopter.upstream = target.upstream
+                    swap(&adopter.upstream, &target.upstream)  // the adopter's own source has completed
+                    swap(&keepUpstream, &target.upstream)      // released after the lock
+                    adopter.immortal = target.immortal
                     adopter.consumers += target.consumers
                     adopter.callbacks.append(contentsOf: target.callbacks)
                     adopter.mayHoldChain = adopter.mayHoldChain || !target.callbacks.isEmpty
@@ -516,7 +571,10 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     let token = CompleterToken()
                     extras.handCompletion(to: token)
                     extras.waitingOn = target
-                    adopter.upstream = target
+                    adopter.immortal = target.immortal
+                    let link: any ConsumerSource = target.immortal ? WeakSource(target) : target
+                    swap(&adopter.upstream, &keepUpstream)  // its old (completed) source: released later
+                    adopter.upstream = link
                     return .wait(target, token: token)
                 }
             }
@@ -587,7 +645,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
             guard let storage = current as? FutureStorage<Value>, storage.phase == .pending else {
                 return nil
             }
-            return storage.upstream
+            return storage.upstream?.resolved
         }) {
             keepAlive.append(next)
             if next === adopter { return true }
@@ -609,9 +667,30 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
 @usableFromInline
 protocol ConsumerSource: AnyObject, Sendable {
     func withdrawConsumer(counted: Bool) -> (any ConsumerSource)?
+    /// The future itself (for a ``WeakSource``: its target, if still alive).
+    var resolved: (any ConsumerSource)? { get }
 }
 
-extension FutureStorage: ConsumerSource {}
+extension FutureStorage: ConsumerSource {
+    @usableFromInline var resolved: (any ConsumerSource)? { self }
+}
+
+/// A weak reference to an immortal future, for its consumers: nothing else keeps an unreferenced
+/// chain rooted in `never` from being freed.
+@usableFromInline
+final class WeakSource: ConsumerSource, @unchecked Sendable {
+    // Safety: `target` is written once, in `init`; Swift's weak references are thread-safe to load.
+    @usableFromInline weak var target: (any ConsumerSource)?
+
+    @usableFromInline init(_ target: any ConsumerSource) { self.target = target }
+
+    @usableFromInline
+    func withdrawConsumer(counted: Bool) -> (any ConsumerSource)? {
+        target?.withdrawConsumer(counted: counted)
+    }
+
+    @usableFromInline var resolved: (any ConsumerSource)? { target }
+}
 
 @usableFromInline
 enum Cancellation {

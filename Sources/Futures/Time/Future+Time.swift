@@ -32,7 +32,6 @@ extension Future {
     /// - Returns: a delayed future derived from this one (one of its consumers).
     public func delayed<C: Clock>(by duration: C.Duration, clock: C = ContinuousClock()) -> Future<Value> {
         let derived = FutureStorage<Value>()
-        derived.upstream = storage
         storage.register({ outcome in
             if case .cancelled = outcome {
                 _ = derived.finish(.cancelled, origin: derived)
@@ -42,7 +41,7 @@ extension Future {
                 _ = derived.finish(outcome, origin: derived)
             }
             derived.onCancel { timer.cancel() }
-        }, asConsumer: true)
+        }, derived: derived)
         return Future(storage: derived)
     }
 
@@ -60,7 +59,6 @@ extension Future {
     /// - Returns: a future derived from this one (one of its consumers).
     public func timeout<C: Clock>(after duration: C.Duration, clock: C = ContinuousClock()) -> Future<Value> {
         let derived = FutureStorage<Value>()
-        derived.upstream = storage
         let source = storage
         let timer = Timer.start(after: duration, clock: clock) {
             // Take the right to complete `derived` first, so the source's cancellation caused by
@@ -73,7 +71,7 @@ extension Future {
         }
         storage.register({ outcome in
             _ = derived.finish(outcome, origin: derived)
-        }, asConsumer: true)
+        }, derived: derived)
         derived.register({ _ in timer.cancel() }, asConsumer: false)
         return Future(storage: derived)
     }
