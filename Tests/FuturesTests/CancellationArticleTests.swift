@@ -32,6 +32,9 @@ final class UploadScreen: Sendable {
 @Suite("Cancellation article")
 struct CancellationArticleTests {
     @Test func discardingAChain() async {
+        let gate = DispatchSemaphore(value: 0)
+        defer { gate.signal() }
+        let disk = Disk(person: ada, gate: gate)   // still loading when the chain is discarded
         let picture = loadPerson(from: disk)
             .flatMap { person in person.loadPicture(from: disk) }
         // The user left: discard the chain, up to the operation in flight.
@@ -65,6 +68,9 @@ struct CancellationArticleTests {
     }
 
     @Test func tokens() async {
+        let gate = DispatchSemaphore(value: 0)
+        defer { gate.signal() }
+        let disk = Disk(person: ada, gate: gate)   // still loading when the screen closes
         let screen = CancellationSource()
         let avatar = loadPerson(from: disk)
             .flatMap { $0.loadPicture(from: server) }

@@ -340,38 +340,13 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - callback: the callback; it decides itself whether to hop to an executor.
-    ///   - asConsumer: whether the registrant consumes the value (a derived future or an awaiting
-    ///     task) rather than merely observing it.
+    ///   - asConsumer: whether the registrant consumes the value (an awaiting task) rather than
+    ///     merely observing it. Derived futures use ``register(_:derived:)``.
     @inlinable
     func register(_ callback: @escaping Callback<Value>, asConsumer: Bool) {
-        var node = self
-        while true {
-            let step: RegisterStep = LockTable.withLock(node) {
-                switch node.phase {
-                case .linked:
-                    return .follow
-                case .never:
-                    return .done  // immortal: the callback can never run, so it is not kept
-                case .pending:
-                    node.callbacks.append(callback)
-                    if asConsumer { node.consumers += 1 }
-                    node.mayHoldChain = true
-                    return .done
-                case .completed:
-                    node.callbacks.append(callback)
-                    if node.draining { return .done }
-                    node.draining = true
-                    return .drain
-                }
-            }
-            switch step {
-            case .follow: node = node.root()
-            case .done: return
-            case .drain:
-                node.scheduleDrain()
-                return
-            }
-        }
+        register(callback, whilePending: { node in
+            if asConsumer { node.consumers += 1 }
+        }, ifNever: {})
     }
 
     /// Registers `callback` for a future derived from this one: counts it as a consumer and, under
@@ -379,6 +354,27 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// weakly if this future is immortal. A future derived from `never` is immortal.
     @inlinable
     func register<Derived>(_ callback: @escaping Callback<Value>, derived: FutureStorage<Derived>) {
+        register(callback, whilePending: { node in
+            node.consumers += 1
+            if node.immortal {
+                derived.immortal = true
+                derived.upstream = WeakSource(node)
+            } else {
+                derived.upstream = node
+            }
+        }, ifNever: {
+            derived.immortal = true
+        })
+    }
+
+    /// The registration loop: `whilePending` runs under the lock of the pending future that keeps
+    /// the callback, `ifNever` under the lock of `never` (which drops it).
+    @inlinable
+    func register(
+        _ callback: @escaping Callback<Value>,
+        whilePending: (FutureStorage<Value>) -> Void,
+        ifNever: () -> Void
+    ) {
         var node = self
         while true {
             let step: RegisterStep = LockTable.withLock(node) {
@@ -386,18 +382,12 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 case .linked:
                     return .follow
                 case .never:
-                    derived.immortal = true
-                    return .done
+                    ifNever()
+                    return .done  // immortal: the callback can never run, so it is not kept
                 case .pending:
                     node.callbacks.append(callback)
-                    node.consumers += 1
                     node.mayHoldChain = true
-                    if node.immortal {
-                        derived.immortal = true
-                        derived.upstream = WeakSource(node)
-                    } else {
-                        derived.upstream = node
-                    }
+                    whilePending(node)
                     return .done
                 case .completed:
                     node.callbacks.append(callback)
