@@ -36,9 +36,11 @@ extension Future {
     func derive<NewValue>(
         hop: Hop,
         handles: Handles,
+        progressWeight: Double? = nil,
         _ body: @escaping @Sendable (Outcome<Value>) -> Continuation<NewValue>
     ) -> Future<NewValue> {
         let derived = FutureStorage<NewValue>()
+        if let progressWeight { derived.setProgressWeight(progressWeight) }
         storage.register({ outcome in
             if handles.matches(outcome), case .executor(let executor) = hop {
                 executor.execute { derived.settle(body(outcome)) }
@@ -111,8 +113,12 @@ extension Future {
     }
 
     @inlinable
-    func flatMap<NewValue>(hop: Hop, _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>) -> Future<NewValue> {
-        derive(hop: hop, handles: .success) { outcome in
+    func flatMap<NewValue>(
+        hop: Hop,
+        progressWeight: Double? = nil,
+        _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
+    ) -> Future<NewValue> {
+        derive(hop: hop, handles: .success, progressWeight: progressWeight) { outcome in
             switch outcome {
             case .success(let value):
                 do { return .adopt(try transform(value)) } catch { return .outcome(Outcome(failure: error)) }

@@ -1,5 +1,5 @@
 extension Future {
-    /// A branch that follows this future (its outcome) but is not one of its consumers: cancelling
+    /// A branch that follows this future (its outcome and progress) but is not one of its consumers: cancelling
     /// the branch, or anything derived from it, never reaches this future.
     ///
     /// OAPromise's view-controller case: the screen observes an upload it did not start; leaving the
@@ -17,7 +17,7 @@ extension Future {
         let branch = FutureStorage<Value>()
         storage.register({ outcome in
             _ = branch.finish(outcome, origin: branch)
-        }, asConsumer: false)
+        }, derived: branch, consumer: false)
         return Future(storage: branch)
     }
 }

@@ -115,6 +115,11 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// Whether nothing but cancellation can ever complete this future: it is derived from, or
     /// adopted, `never` or another immortal future. Its consumers hold it weakly.
     @exclusivity(unchecked) @usableFromInline var immortal = false
+    /// Whether this future consumes its upstream (a derived future) or only follows it (an
+    /// `observe()` branch, which never withdraws from it).
+    @exclusivity(unchecked) @usableFromInline var consumesUpstream = true
+    /// Progress, allocated on first use (see ``ProgressState``).
+    @exclusivity(unchecked) @usableFromInline var progress: ProgressState?
 
     /// A pending future.
     @inlinable init() { phase = .pending }
@@ -237,6 +242,9 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         @usableFromInline var cancelled: Bool
         /// The upstream, taken out to be released after the lock (and withdrawn from if cancelled).
         @usableFromInline var upstream: (any ConsumerSource)?
+        /// Progress observers, moved out: told 1.0 if `notifyProgress`, then released.
+        @usableFromInline var progressObservers: [@Sendable (Double) -> Void] = []
+        @usableFromInline var notifyProgress = false
 
         @inlinable
         init(extras: Extras<Value>?, drain: Bool, cancelled: Bool, upstream: (any ConsumerSource)?) {
@@ -262,10 +270,11 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         extras = nil
         let source = upstream
         upstream = nil
-        if case .cancelled = outcome {
-            return Completed(extras: taken, drain: drain, cancelled: true, upstream: source)
+        var completed = Completed(extras: taken, drain: drain, cancelled: outcome.isCancelled, upstream: source)
+        if let progress {
+            (completed.progressObservers, completed.notifyProgress) = progress.complete(success: outcome.isSuccess)
         }
-        return Completed(extras: taken, drain: drain, cancelled: false, upstream: source)
+        return completed
     }
 
     /// The work after a completion, outside the lock: producer cancellation handlers, callbacks.
@@ -275,8 +284,11 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         if completed.cancelled, let extras = completed.extras {
             for handler in extras.cancelHandlers { handler() }
         }
+        if completed.notifyProgress {
+            for observer in completed.progressObservers { observer(1) }
+        }
         if completed.drain { scheduleDrain() }
-        return completed.cancelled ? completed.upstream : nil
+        return completed.cancelled && consumesUpstream ? completed.upstream : nil
     }
 
     /// Completes the future (`origin == nil`: cancellation, always allowed while pending). A
@@ -353,9 +365,14 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// this future's lock (so before the callback can run), records this future as its upstream,
     /// weakly if this future is immortal. A future derived from `never` is immortal.
     @inlinable
-    func register<Derived>(_ callback: @escaping Callback<Value>, derived: FutureStorage<Derived>) {
+    func register<Derived>(
+        _ callback: @escaping Callback<Value>,
+        derived: FutureStorage<Derived>,
+        consumer: Bool = true
+    ) {
+        derived.consumesUpstream = consumer
         register(callback, whilePending: { node in
-            node.consumers += 1
+            if consumer { node.consumers += 1 }
             if node.immortal {
                 derived.immortal = true
                 derived.upstream = WeakSource(node)
@@ -513,12 +530,19 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         // the last one could free a pending future and run user code (a broken promise's callbacks).
         var keepAlive: [AnyObject] = []
         var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
+        // Progress: the inner future's progress before adoption, and whether either side uses progress.
+        var innerProgress = 0.0
+        var usesProgress = false
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root()
             let target = inner.root()
             if target === root || Self.closesCycle(root, adopting: target, keepAlive: &keepAlive) { return .cycle }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
+                if adopter.progress != nil || target.progress != nil {
+                    usesProgress = true
+                    innerProgress = target.progress?.value ?? 0
+                }
                 guard adopter.phase == .pending, adopter.accepts(origin) else {
                     return adopter.result?.isCancelled == true ? .withdrawn(target) : .rejected
                 }
@@ -542,6 +566,13 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     }
                     extras.waitingOn = target.extras?.waitingOn
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
+                    if let targetProgress = target.progress {
+                        // The inner future's progress and observers move to the merged node.
+                        innerProgress = targetProgress.value
+                        usesProgress = true
+                        adopter.ensureProgress.observers.append(contentsOf: targetProgress.observers)
+                        targetProgress.observers = []
+                    }
                     swap(&adopter.upstream, &target.upstream)  // the adopter's own source has completed
                     swap(&keepUpstream, &target.upstream)      // released after the lock
                     adopter.immortal = target.immortal
@@ -569,6 +600,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 }
             }
         }
+        if usesProgress { root.adoptedForProgress(innerProgress: innerProgress) }
         switch plan {
         case .rejected:
             return false

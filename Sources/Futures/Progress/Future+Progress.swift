@@ -1,0 +1,137 @@
+extension Promise {
+    /// The progress of the work, from 0 to 1, for the future's observers.
+    ///
+    /// Values are clamped to 0...1; NaN is ignored, and so is anything set after the future has
+    /// completed (or after the promise adopted another future). The producer may lower it. Success
+    /// reports 1.0; failure and cancellation add nothing.
+    ///
+    /// ```swift
+    /// promise.progress = 0.3
+    /// ...
+    /// promise.progress = 0.6
+    /// ```
+    public var progress: Double {
+        get { storage.currentProgress }
+        set { storage.setProgress(newValue, from: storage) }
+    }
+}
+
+extension Future {
+    /// The progress of the work, from 0 to 1: 1 after success, the last value reported otherwise.
+    ///
+    /// For a derived future, the progress of what it follows (unchanged through `map`, `recover`,
+    /// `always`, `observe()`, ...; weighted through `flatMap(progressWeight:)`).
+    public var progress: Double { storage.currentProgress }
+
+    /// Runs `body` with the progress each time it changes.
+    ///
+    /// Any number of handlers may be registered; they are called in registration order, each on its
+    /// executor. A slow handler gets the latest value, not a backlog, and equal consecutive values
+    /// are not sent again. A handler is not a consumer: it does not keep the future from being
+    /// cancelled. Success reports 1.0; the handler is released when the future completes.
+    ///
+    /// ```swift
+    /// upload.whenProgress(on: .main) { fraction in progressBar.value = fraction }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executor: where `body` runs.
+    ///   - body: receives progress values in 0...1.
+    public func whenProgress(on executor: some Executor = .current, _ body: @escaping @Sendable (Double) -> Void) {
+        let delivery = ProgressDelivery(hop: Hop(executor), body: body)
+        storage.observeProgress { value in delivery.offer(value) }
+    }
+
+    /// ``whenProgress(on:_:)`` with a `@MainActor` handler, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - body: main-actor work that receives progress values.
+    public func whenProgress(on executor: some MainActorExecutor, _ body: @escaping @MainActor @Sendable (Double) -> Void) {
+        let isolated = onMainActor(body)
+        let delivery = ProgressDelivery(hop: Hop(executor), body: { value in try? isolated(value) })
+        storage.observeProgress { value in delivery.offer(value) }
+    }
+
+    /// ``flatMap(on:_:)`` whose progress combines both steps: `progressWeight * upstream +
+    /// (1 - progressWeight) * inner`, where the inner part is the progress of the future the closure
+    /// returned (including what it had before it was adopted). It never goes backwards.
+    ///
+    /// OAPromise's example: loading a person takes 30% of the time, the picture 70%.
+    ///
+    /// ```swift
+    /// let picture = loadPerson().flatMap(progressWeight: 0.3) { person in person.loadPicture() }
+    /// picture.whenProgress { print("\(Int($0 * 100))%") }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - progressWeight: the upstream's share of the progress, in 0...1.
+    ///   - executor: where `transform` runs.
+    ///   - transform: runs once with the value and returns the next future.
+    /// - Returns: a future of the next step's value.
+    public func flatMap<NewValue>(
+        progressWeight: Double,
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
+    ) -> Future<NewValue> {
+        precondition((0...1).contains(progressWeight), "progressWeight must be in 0...1")
+        return flatMap(hop: Hop(executor), progressWeight: progressWeight, transform)
+    }
+
+    /// The progress as an `AsyncSequence` that ends when the future completes, with the final value
+    /// (1.0 after success). A slow consumer gets the latest value, not a backlog.
+    ///
+    /// ```swift
+    /// for await fraction in download.progressUpdates { print(fraction) }
+    /// ```
+    public var progressUpdates: AsyncStream<Double> {
+        let (stream, continuation) = AsyncStream<Double>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        whenProgress(on: .immediate) { continuation.yield($0) }
+        whenComplete(on: .immediate) { _ in continuation.finish() }
+        return stream
+    }
+}
+
+/// Delivers progress to one handler on its executor: at most one delivery job at a time, always the
+/// latest value, never the same value twice in a row.
+final class ProgressDelivery: @unchecked Sendable {
+    // Safety: `latest`, `lastSent` and `scheduled` are only touched under `LockTable.withLock(self)`;
+    // the handler runs outside the lock, and only from the single scheduled job.
+    private let hop: Hop
+    private let body: @Sendable (Double) -> Void
+    private var latest: Double?
+    private var lastSent = -1.0
+    private var scheduled = false
+
+    init(hop: Hop, body: @escaping @Sendable (Double) -> Void) {
+        self.hop = hop
+        self.body = body
+    }
+
+    func offer(_ value: Double) {
+        let start: Bool = LockTable.withLock(self) {
+            latest = value
+            guard !scheduled else { return false }
+            scheduled = true
+            return true
+        }
+        if start { hop.run { self.deliver() } }
+    }
+
+    private func deliver() {
+        while true {
+            let next: Double? = LockTable.withLock(self) {
+                guard let value = latest else {
+                    scheduled = false
+                    return nil
+                }
+                latest = nil
+                if value == lastSent { return .nan }
+                lastSent = value
+                return value
+            }
+            guard let next else { return }
+            if !next.isNaN { body(next) }
+        }
+    }
+}

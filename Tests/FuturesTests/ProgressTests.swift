@@ -1,0 +1,176 @@
+import Testing
+import FuturesTestSupport
+@testable import Futures
+
+/// D9: producer-reported progress that composes through chains.
+@Suite("Progress")
+struct ProgressTests {
+    @Test func promiseProgressIsClampedAndNaNIgnored() {
+        let promise = Promise<Int>()
+        #expect(promise.future.progress == 0)
+        promise.progress = 0.3
+        #expect(promise.future.progress == 0.3)
+        promise.progress = 1.7
+        #expect(promise.progress == 1)
+        promise.progress = -2
+        #expect(promise.progress == 0)
+        promise.progress = 0.4
+        promise.progress = .nan
+        #expect(promise.progress == 0.4)
+    }
+
+    @Test func successReportsOneFailureAndCancellationAddNothing() {
+        let succeeding = Promise<Int>()
+        succeeding.progress = 0.2
+        succeeding.succeed(1)
+        #expect(succeeding.future.progress == 1)
+
+        let failing = Promise<Int>()
+        failing.progress = 0.4
+        failing.fail(TestError())
+        #expect(failing.future.progress == 0.4)
+        failing.progress = 0.9   // after completion: ignored
+        #expect(failing.future.progress == 0.4)
+
+        let cancelled = Promise<Int>()
+        cancelled.progress = 0.5
+        cancelled.future.cancel()
+        #expect(cancelled.future.progress == 0.5)
+    }
+
+    @Test func handlersRunInRegistrationOrderOnTheirExecutors() {
+        let executor = ManualExecutor()
+        let promise = Promise<Int>()
+        let seen = Recorder<String>()
+        promise.future.whenProgress(on: executor) { seen.append("a \($0)") }
+        promise.future.whenProgress(on: executor) { seen.append("b \($0)") }
+        promise.progress = 0.5
+        #expect(seen.all.isEmpty, "handlers run on their executor, not inline")
+        executor.runAll()
+        #expect(seen.all == ["a 0.5", "b 0.5"])
+    }
+
+    @Test func aSlowHandlerGetsTheLatestValueNotABacklog() {
+        let executor = ManualExecutor()
+        let promise = Promise<Int>()
+        let seen = Recorder<Double>()
+        promise.future.whenProgress(on: executor) { seen.append($0) }
+        promise.progress = 0.1
+        promise.progress = 0.2
+        promise.progress = 0.3
+        executor.runAll()
+        #expect(seen.all == [0.3])
+    }
+
+    @Test func equalConsecutiveValuesAreNotResent() {
+        let promise = Promise<Int>()
+        let seen = Recorder<Double>()
+        promise.future.whenProgress(on: .immediate) { seen.append($0) }
+        promise.progress = 0.5
+        promise.progress = 0.5
+        promise.progress = 0.7
+        promise.progress = 0.7
+        promise.succeed(1)
+        #expect(seen.all == [0.5, 0.7, 1])
+    }
+
+    @Test func aLateHandlerGetsTheCurrentValue() {
+        let promise = Promise<Int>()
+        promise.progress = 0.6
+        let seen = Recorder<Double>()
+        promise.future.whenProgress(on: .immediate) { seen.append($0) }
+        #expect(seen.all == [0.6])
+    }
+
+    @Test func aProgressHandlerIsNotAConsumer() {
+        let promise = Promise<Int>()
+        promise.future.whenProgress(on: .immediate) { _ in }
+        let derived = promise.future.map(on: .immediate) { $0 }
+        derived.cancel()
+        #expect(promise.isCancelled)
+    }
+
+    @Test func progressFlowsUnchangedThroughTransformsAndObserve() {
+        let promise = Promise<Int>()
+        let derived = promise.future
+            .map(on: .immediate) { $0 }
+            .recover(on: .immediate) { _ in 0 }
+            .mapError(on: .immediate) { $0 }
+            .always(on: .immediate) { _ in }
+            .observe()
+        let seen = Recorder<Double>()
+        derived.whenProgress(on: .immediate) { seen.append($0) }
+        promise.progress = 0.25
+        #expect(derived.progress == 0.25)
+        promise.succeed(1)
+        #expect(seen.all == [0.25, 1])
+    }
+
+    @Test(arguments: [false, true])
+    func weightedFlatMapCombinesAndNeverGoesBackwards(innerHasOtherConsumer: Bool) {
+        // OAPromise's example: 30% loading the person, 70% the picture.
+        let person = Promise<Int>()
+        let picture = Promise<String>()
+        let other = innerHasOtherConsumer ? picture.future.map(on: .immediate) { $0 } : nil
+        let combined = person.future.flatMap(progressWeight: 0.3, on: .immediate) { _ in picture.future }
+        let seen = Recorder<Double>()
+        combined.whenProgress(on: .immediate) { seen.append($0) }
+        person.progress = 0.5
+        #expect(abs(combined.progress - 0.15) < 1e-9)
+        picture.progress = 0.5   // before adoption: counted once adopted
+        person.succeed(1)
+        #expect(abs(combined.progress - (0.3 + 0.7 * 0.5)) < 1e-9, "includes inner progress from before adoption")
+        picture.progress = 0.2   // the producer lowers it: the combination does not go back
+        #expect(abs(combined.progress - 0.65) < 1e-9)
+        picture.progress = 0.9
+        #expect(abs(combined.progress - (0.3 + 0.7 * 0.9)) < 1e-9)
+        picture.succeed("ada.png")
+        #expect(combined.progress == 1)
+        #expect(seen.all.last == 1)
+        #expect(zip(seen.all, seen.all.dropFirst()).allSatisfy { $0 <= $1 }, "never backwards: \(seen.all)")
+        _ = other
+    }
+
+    @Test func progressUpdatesEndsWithTheFinalValue() async {
+        let promise = Promise<Int>()
+        let updates = promise.future.progressUpdates
+        promise.progress = 0.5
+        promise.succeed(1)
+        var values: [Double] = []
+        for await value in updates { values.append(value) }
+        #expect(values.last == 1)
+        #expect(values.allSatisfy { $0 == 0.5 || $0 == 1 })
+    }
+
+    @Test func progressUpdatesEndsOnFailureToo() async {
+        let promise = Promise<Int>()
+        let updates = promise.future.progressUpdates
+        promise.progress = 0.5
+        promise.fail(TestError())
+        var values: [Double] = []
+        for await value in updates { values.append(value) }
+        #expect(values == [0.5])
+    }
+
+    @Test func futuresThatNeverUseProgressAllocateNothingForIt() {
+        let promise = Promise<Int>()
+        let derived = promise.future.map(on: .immediate) { $0 }.flatMap(on: .immediate) { Future(value: $0) }
+        promise.succeed(1)
+        #expect(promise.storage.progress == nil)
+        #expect(derived.storage.progress == nil)
+    }
+
+    @Test func progressThroughAMillionLinkChain() {
+        onSmallStack {
+            let promise = Promise<Int>()
+            var future = promise.future
+            for _ in 0..<1_000_000 { future = future.map(on: .immediate) { $0 } }
+            let seen = Recorder<Double>()
+            future.whenProgress(on: .immediate) { seen.append($0) }
+            promise.progress = 0.5
+            #expect(seen.all == [0.5])
+            promise.succeed(1)
+            #expect(seen.all == [0.5, 1])
+        }
+    }
+}
