@@ -37,10 +37,12 @@ extension Future {
         hop: Hop,
         handles: Handles,
         progressWeight: Double? = nil,
+        combinesProgress: Bool = false,
         _ body: @escaping @Sendable (Outcome<Value>) -> Continuation<NewValue>
     ) -> Future<NewValue> {
         let derived = FutureStorage<NewValue>()
         if let progressWeight { derived.setProgressWeight(progressWeight) }
+        if combinesProgress { derived.combinesProgress = true }  // not shared yet: no lock needed
         storage.register({ outcome in
             if handles.matches(outcome), case .executor(let executor) = hop {
                 executor.execute { derived.settle(body(outcome)) }
@@ -100,6 +102,9 @@ extension Future {
     /// Returning ``Future/cancelled`` stops the chain: later success and failure handlers do not
     /// run, completion handlers do.
     ///
+    /// Progress weighs the two steps equally, like `flatMap(progressWeight: 0.5)`, and never goes
+    /// backwards.
+    ///
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: runs once with the value and returns the next future.
@@ -118,7 +123,7 @@ extension Future {
         progressWeight: Double? = nil,
         _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
     ) -> Future<NewValue> {
-        derive(hop: hop, handles: .success, progressWeight: progressWeight) { outcome in
+        derive(hop: hop, handles: .success, progressWeight: progressWeight, combinesProgress: true) { outcome in
             switch outcome {
             case .success(let value):
                 do { return .adopt(try transform(value)) } catch { return .outcome(Outcome(failure: error)) }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Futures
 
@@ -29,24 +30,53 @@ struct PictureLibrary: Sendable {
         }
     }
 
-    /// Loads `person.json` on a background queue.
+    /// Loads `person.json` on a background queue, reporting progress as it reads.
     func loadPerson() -> Future<Person> {
-        Future(on: .global()) {
-            let data = try Data(contentsOf: folder.appendingPathComponent("person.json"))
-            return try JSONDecoder().decode(Person.self, from: data)
+        Future { promise in
+            DispatchQueue.global().async {
+                do {
+                    let data = try readInChunks(folder.appendingPathComponent("person.json"), promise: promise)
+                    promise.succeed(try JSONDecoder().decode(Person.self, from: data))
+                } catch {
+                    promise.fail(error)
+                }
+            }
         }
     }
 
-    /// Loads a picture on a background queue; fails if this library does not have it.
+    /// Loads a picture on a background queue, reporting progress as it reads; fails if this
+    /// library does not have it.
     func loadPicture(of person: Person) -> Future<Data> {
-        Future(on: .global()) {
-            let url = folder.appendingPathComponent(person.picture)
-            guard FileManager.default.fileExists(atPath: url.path) else {
-                throw DemoError.missingPicture(person.picture, library: name)
+        Future { promise in
+            DispatchQueue.global().async {
+                let url = folder.appendingPathComponent(person.picture)
+                guard FileManager.default.fileExists(atPath: url.path) else {
+                    promise.fail(DemoError.missingPicture(person.picture, library: name))
+                    return
+                }
+                do {
+                    promise.succeed(try readInChunks(url, promise: promise))
+                } catch {
+                    promise.fail(error)
+                }
             }
-            return try Data(contentsOf: url)
         }
     }
+}
+
+/// Reads a file in 8 KiB chunks, reporting the fraction read as the promise's progress and
+/// stopping early if the promise's future was cancelled.
+func readInChunks<Value>(_ url: URL, promise: Promise<Value>) throws -> Data {
+    let handle = try FileHandle(forReadingFrom: url)
+    defer { try? handle.close() }
+    let size = max(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int ?? 0, 1)
+    var data = Data()
+    while let chunk = try handle.read(upToCount: 8_192), !chunk.isEmpty {
+        if promise.isCancelled { throw CancellationError() }
+        data.append(chunk)
+        promise.progress = Double(data.count) / Double(size)
+    }
+    return data
 }
 
 enum DemoError: Error, CustomStringConvertible {

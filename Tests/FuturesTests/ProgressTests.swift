@@ -131,6 +131,41 @@ struct ProgressTests {
         _ = other
     }
 
+    @Test func nestedWeightedFlatMapsComposeWhenMerged() {
+        // The inner flatMap is fresh (no other consumer), so it is merged into the outer one;
+        // progress must still weigh each level: outer 20/80, inner 50/50.
+        let a = Promise<Int>(), b = Promise<Int>(), c = Promise<Int>()
+        let outer = a.future.flatMap(progressWeight: 0.2, on: .immediate) { _ in
+            b.future.flatMap(progressWeight: 0.5, on: .immediate) { _ in c.future }
+        }
+        let seen = Recorder<Double>()
+        outer.whenProgress(on: .immediate) { seen.append($0) }
+        func close(_ expected: Double) -> Bool { abs(outer.progress - expected) < 1e-9 }
+        a.progress = 0.5
+        #expect(close(0.1))
+        a.succeed(1)
+        #expect(close(0.2))
+        b.progress = 0.5
+        #expect(close(0.2 + 0.8 * 0.25))
+        b.succeed(2)
+        #expect(close(0.2 + 0.8 * 0.5))
+        c.progress = 0.5
+        #expect(close(0.2 + 0.8 * 0.75))
+        c.succeed(3)
+        #expect(outer.progress == 1)
+        #expect(zip(seen.all, seen.all.dropFirst()).allSatisfy { $0 < $1 }, "\(seen.all)")
+    }
+
+    @Test func aPlainFlatMapWeighsBothStepsEqually() {
+        let a = Promise<Int>(), b = Promise<Int>()
+        let chain = a.future.flatMap(on: .immediate) { _ in b.future }
+        chain.whenProgress(on: .immediate) { _ in }
+        a.succeed(1)
+        #expect(chain.progress == 0.5)
+        b.progress = 0.5
+        #expect(chain.progress == 0.75)
+    }
+
     @Test func progressUpdatesEndsWithTheFinalValue() async {
         let promise = Promise<Int>()
         let updates = promise.future.progressUpdates

@@ -118,6 +118,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// Whether this future consumes its upstream (a derived future) or only follows it (an
     /// `observe()` branch, which never withdraws from it).
     @exclusivity(unchecked) @usableFromInline var consumesUpstream = true
+    /// A plain `flatMap`: its progress weighs its source and the adopted future equally.
+    @exclusivity(unchecked) @usableFromInline var combinesProgress = false
     /// Progress, allocated on first use (see ``ProgressState``).
     @exclusivity(unchecked) @usableFromInline var progress: ProgressState?
 
@@ -533,6 +535,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         // Progress: the inner future's progress before adoption, and whether either side uses progress.
         var innerProgress = 0.0
         var usesProgress = false
+        var merged = false
+        var mergedProgress: Double?
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root()
             let target = inner.root()
@@ -566,12 +570,10 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     }
                     extras.waitingOn = target.extras?.waitingOn
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
-                    if let targetProgress = target.progress {
-                        // The inner future's progress and observers move to the merged node.
-                        innerProgress = targetProgress.value
-                        usesProgress = true
-                        adopter.ensureProgress.observers.append(contentsOf: targetProgress.observers)
-                        targetProgress.observers = []
+                    if usesProgress {
+                        // Compose: the target's progress drives the merged node from now on.
+                        mergedProgress = adopter.ensureProgress.absorb(target.progress, targetCombines: target.combinesProgress)
+                        merged = true
                     }
                     swap(&adopter.upstream, &target.upstream)  // the adopter's own source has completed
                     swap(&keepUpstream, &target.upstream)      // released after the lock
@@ -600,7 +602,11 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 }
             }
         }
-        if usesProgress { root.adoptedForProgress(innerProgress: innerProgress) }
+        if merged {
+            root.mergedForProgress(changed: mergedProgress)
+        } else if usesProgress {
+            root.adoptedForProgress(innerProgress: innerProgress)
+        }
         switch plan {
         case .rejected:
             return false

@@ -16,14 +16,84 @@ final class ProgressState {
     var observers: [@Sendable (Double) -> Void] = []
     /// Whether this future follows its upstream's progress (subscribed).
     var forwarding = false
-    /// `flatMap(progressWeight:)`: the share of the upstream; the adopted future has the rest.
+
+    // The *subject* is the future whose progress drives this one: itself, or, after merges, the
+    // adopted future it was merged with. Its progress is `ownPart` (its producer's, or its
+    // upstream's), weighted by `weight` for a flatMap, or `weight + (1 - weight) * innerPart` once
+    // the subject has adopted a future it waits on.
     var weight: Double?
-    var upstreamPart = 0.0
+    var ownPart = 0.0
     var innerPart = 0.0
-    /// Whether the flatMap has adopted its inner future (later progress is the inner part).
     var adopted = false
 
+    // Merges compose: value = offset + scale * (the subject's progress).
+    var offset = 0.0
+    var scale = 1.0
+
     init() {}
+
+    private var subjectProgress: Double {
+        if adopted {
+            let w = weight ?? 0
+            return w + (1 - w) * innerPart
+        }
+        return (weight ?? 1) * ownPart
+    }
+
+    /// Recomputes the value; returns it if it changed. Combined progress never goes backwards; a
+    /// producer's own progress may.
+    private func update() -> Double? {
+        let raw = offset + scale * subjectProgress
+        let combined = weight != nil || offset != 0 || scale != 1
+        let next = combined ? max(value, raw) : raw
+        guard next != value else { return nil }
+        value = next
+        return next
+    }
+
+    /// The subject's producer reported progress (directly, or through a link after a merge).
+    func receiveOwn(_ incoming: Double) -> Double? {
+        ownPart = incoming
+        return update()
+    }
+
+    /// Progress arrived from the future this one follows: its upstream, or after a waiting
+    /// adoption the adopted future.
+    func receiveFollowed(_ incoming: Double) -> Double? {
+        if adopted { innerPart = incoming } else { ownPart = incoming }
+        return update()
+    }
+
+    /// The subject adopted a future it waits on, which already had `innerProgress`.
+    func adoptWaiting(innerProgress: Double) -> Double? {
+        adopted = true
+        innerPart = innerProgress
+        return update()
+    }
+
+    /// This future adopted `target` by merging: fold this future's weight into the composition
+    /// and make the target the subject (its state, or a plain flatMap's default weight).
+    func absorb(_ target: ProgressState?, targetCombines: Bool) -> Double? {
+        let w = weight ?? 0
+        offset += scale * w
+        scale *= 1 - w
+        if let target {
+            offset += scale * target.offset
+            scale *= target.scale
+            weight = target.weight
+            adopted = target.adopted
+            ownPart = target.ownPart
+            innerPart = target.innerPart
+            observers.append(contentsOf: target.observers)
+            target.observers = []
+        } else {
+            weight = targetCombines ? 0.5 : nil
+            adopted = false
+            ownPart = 0
+            innerPart = 0
+        }
+        return update()
+    }
 
     /// The future completed (caller holds the lock): success reports 1.0; failure and cancellation
     /// add nothing. Returns the observers, moved out to be told 1.0 (if `notify`) and released
@@ -35,26 +105,6 @@ final class ProgressState {
         guard success, value != 1 else { return (taken, false) }
         value = 1
         return (taken, true)
-    }
-
-    /// Applies progress arriving from the upstream (or, once adopted, from the inner future) and
-    /// returns the new value if it changed. Weighted progress never goes backwards.
-    func receive(_ incoming: Double, asInner: Bool) -> Double? {
-        let next: Double
-        if let weight {
-            if asInner || adopted {
-                innerPart = incoming
-                next = max(value, weight + (1 - weight) * innerPart)
-            } else {
-                upstreamPart = incoming
-                next = max(value, weight * upstreamPart)
-            }
-        } else {
-            next = incoming
-        }
-        guard next != value else { return nil }
-        value = next
-        return next
     }
 }
 
@@ -74,6 +124,7 @@ extension FutureStorage: ProgressNode {
     @usableFromInline var ensureProgress: ProgressState {
         if let progress { return progress }
         let created = ProgressState()
+        if combinesProgress { created.weight = 0.5 }
         progress = created
         return created
     }
@@ -96,15 +147,8 @@ extension FutureStorage: ProgressNode {
             let (linked, changed, observers): (Bool, Double?, [@Sendable (Double) -> Void]) = LockTable.withLock(node) {
                 guard node.phase != .linked else { return (true, nil, []) }
                 guard node.phase == .pending, node.accepts(origin) else { return (false, nil, []) }
-                let state = node.ensureProgress
-                let changed: Double?
-                if origin === node {
-                    changed = incoming != state.value ? incoming : nil
-                    if let changed { state.value = changed }
-                } else {
-                    changed = state.receive(incoming, asInner: true)
-                }
-                return (false, changed, changed == nil ? [] : state.observers)
+                let changed = node.ensureProgress.receiveOwn(incoming)
+                return (false, changed, changed == nil ? [] : node.progress!.observers)
             }
             if linked {
                 node = node.root()
@@ -184,18 +228,29 @@ extension FutureStorage: ProgressNode {
         }
     }
 
-    /// After adopting `inner`: later progress (from the inner future, through the new upstream or
-    /// a link) is the inner part, starting with the progress `inner` already had; a future that
-    /// follows its upstream re-subscribes to the new one.
+    /// After adopting (waiting on) an inner future: later progress from it is the inner part,
+    /// starting with the progress it already had; a future that follows its upstream re-subscribes
+    /// to the new one.
     @usableFromInline
     func adoptedForProgress(innerProgress: Double) {
         let (changed, observers, refollow): (Double?, [@Sendable (Double) -> Void], Bool) = LockTable.withLock(self) {
             guard phase == .pending, let state = progress else { return (nil, [], false) }
-            state.adopted = true
-            let changed = state.receive(innerProgress, asInner: true)
+            let changed = state.adoptWaiting(innerProgress: innerProgress)
             let refollow = state.forwarding
             state.forwarding = false
             return (changed, changed == nil ? [] : state.observers, refollow)
+        }
+        if let changed { for observer in observers { observer(changed) } }
+        if refollow { Self.startFollowing(self) }
+    }
+
+    /// After a merge changed the upstream: re-subscribe if following, and tell observers.
+    func mergedForProgress(changed: Double?) {
+        let (observers, refollow): ([@Sendable (Double) -> Void], Bool) = LockTable.withLock(self) {
+            guard phase == .pending, let state = progress else { return ([], false) }
+            let refollow = state.forwarding
+            state.forwarding = false
+            return (changed == nil ? [] : state.observers, refollow)
         }
         if let changed { for observer in observers { observer(changed) } }
         if refollow { Self.startFollowing(self) }
@@ -205,7 +260,7 @@ extension FutureStorage: ProgressNode {
     func receiveUpstreamProgress(_ incoming: Double) {
         let (changed, observers): (Double?, [@Sendable (Double) -> Void]) = LockTable.withLock(self) {
             guard phase == .pending, let state = progress else { return (nil, []) }
-            let changed = state.receive(incoming, asInner: false)
+            let changed = state.receiveFollowed(incoming)
             return (changed, changed == nil ? [] : state.observers)
         }
         if let changed { for observer in observers { observer(changed) } }
