@@ -140,6 +140,14 @@ struct ReadmeTourTests {
         #expect(try await retried.value.name == "Ada")
     }
 
+    @Test func progress() async throws {
+        let picture = loadPerson(from: disk).flatMap(progressWeight: 0.3) { person in
+            person.loadPicture(from: server)
+        }
+        picture.whenProgress { print("combined progress = \($0)") }
+        #expect(try await picture.value == Data([1, 2, 3]))
+    }
+
     @Test @MainActor func executors() async {
         let screen = Screen()
         await withCheckedContinuation { (shown: CheckedContinuation<Void, Never>) in

@@ -1,0 +1,58 @@
+// The examples of the DocC article "Progress", compiled and run.
+import Foundation
+import Testing
+import Futures
+
+func chunks(of url: URL) -> [Data] { Array(repeating: Data(count: 250), count: 4) }
+
+func loadFile(at url: URL) -> Future<Data> {
+    Future { promise in
+        DispatchQueue.global().async {
+            var data = Data()
+            for chunk in chunks(of: url) {
+                data.append(chunk)
+                promise.progress = Double(data.count) / 1_000
+            }
+            promise.succeed(data)
+        }
+    }
+}
+
+@Suite("Progress article")
+struct ProgressArticleTests {
+    @Test func watching() async throws {
+        let file = loadFile(at: url)
+        file.whenProgress { fraction in
+            print("\(Int(fraction * 100))%")
+        }
+        #expect(try await file.value.count == 1_000)
+        #expect(file.progress == 1)
+    }
+
+    @Test func combinedProgress() async throws {
+        let picture = loadPerson(from: disk).flatMap(progressWeight: 0.3) { person in
+            person.loadPicture(from: server)
+        }
+        picture.whenProgress { print("combined progress = \($0)") }
+        #expect(try await picture.value == Data([1, 2, 3]))
+        #expect(picture.progress == 1)
+    }
+
+    @Test func asyncSequences() async {
+        let file = loadFile(at: url)
+        for await fraction in file.progressUpdates {
+            print(fraction)
+        }
+        #expect(file.progress == 1, "the sequence ended because the future completed")
+    }
+
+    @Test func foundationProgress() async throws {
+        let file = loadFile(at: url)
+        let foundation = file.makeProgress()
+        let promise = Promise<Data>()
+        promise.follow(foundation)
+        _ = try await file.value
+        #expect(foundation.fractionCompleted == 1)
+        promise.succeed(Data())
+    }
+}
