@@ -87,6 +87,18 @@ struct CancellationTests {
         #expect(again.outcome?.isCancelled == true)
     }
 
+    @Test func cancellingAFlatMapThatAdoptedAnObserveBranchLeavesTheSource() {
+        // Regression: the merged branch's upstream is not one it consumes.
+        let p = Promise<Int>()
+        let keep = p.future.map(on: .immediate) { $0 }
+        let a = Promise<Int>()
+        let d = a.future.flatMap(on: .immediate) { _ in p.future.observe() }
+        a.succeed(1)
+        d.cancel()
+        #expect(p.future.isPending)
+        #expect(keep.isPending)
+    }
+
     @Test func upThroughAChain() {
         let promise = Promise<Int>()
         let a = promise.future.map(on: .immediate) { $0 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import FuturesTestSupport
 @testable import Futures
@@ -164,6 +165,108 @@ struct ProgressTests {
         #expect(chain.progress == 0.5)
         b.progress = 0.5
         #expect(chain.progress == 0.75)
+    }
+
+    // MARK: Regressions found in review
+
+    @Test func aPlainFlatMapObservedOnlyAfterAdoptingStillComposes() {
+        let a = Promise<Int>(), merged = Promise<Int>()
+        let d = a.future.flatMap(on: .immediate) { _ in merged.future }
+        a.succeed(1)
+        merged.progress = 0.5
+        #expect(d.progress == 0.75)
+
+        let b = Promise<Int>(), waited = Promise<Int>()
+        let otherConsumer = waited.future.map(on: .immediate) { $0 }
+        let t = b.future.flatMap(on: .immediate) { _ in waited.future }
+        b.succeed(1)
+        waited.progress = 0.5
+        #expect(t.progress == 0.75)
+        _ = otherConsumer
+    }
+
+    @Test func mergingAFutureThatAlreadyWaitsComposesBothLevels() {
+        let a = Promise<Int>(), b = Promise<Int>(), w = Promise<Int>()
+        let keep = w.future.map(on: .immediate) { $0 }
+        let t = b.future.flatMap(on: .immediate) { _ in w.future }
+        b.succeed(1)              // t waits on w
+        let x = a.future.flatMap(on: .immediate) { _ in t }
+        x.whenProgress(on: .immediate) { _ in }
+        a.succeed(1)              // x merges t
+        w.progress = 0.5
+        #expect(x.progress == 0.5 + 0.5 * (0.5 + 0.5 * 0.5))
+        _ = keep
+    }
+
+    @Test func anObservedInnerFutureKeepsReportingAfterItIsMerged() {
+        let p = Promise<Int>(), a = Promise<Int>()
+        let inner = p.future.map(on: .immediate) { $0 }
+        let seen = Recorder<Double>()
+        inner.whenProgress(on: .immediate) { seen.append($0) }
+        let d = a.future.flatMap(on: .immediate) { _ in inner }
+        a.succeed(1)
+        let before = seen.count
+        p.progress = 0.7
+        #expect(seen.count == before + 1, "the merged node still follows the producer")
+        #expect(d.progress == inner.progress)
+    }
+
+    @Test func aRejectedAdoptionChangesNoProgress() {
+        let p = Promise<Int>()
+        let f1 = Promise<Int>(), f2 = Promise<Int>()
+        let k1 = f1.future.map(on: .immediate) { $0 }, k2 = f2.future.map(on: .immediate) { $0 }
+        f2.progress = 0.9
+        let seen = Recorder<Double>()
+        p.future.whenProgress(on: .immediate) { seen.append($0) }
+        f1.progress = 0.2
+        p.complete(with: f1.future)
+        #expect(!p.complete(with: f2.future))
+        #expect(p.future.progress == 0.2)
+        #expect(seen.all == [0.2])
+        _ = (k1, k2)
+    }
+
+    @Test func aFlatMapAdoptingNeverDoesNotReportCompletion() {
+        let a = Promise<Int>()
+        let d = a.future.flatMap(on: .immediate) { _ in Future<Int>.never }
+        d.whenProgress(on: .immediate) { _ in }
+        a.succeed(1)
+        #expect(d.isPending)
+        #expect(d.progress < 1)
+    }
+
+    @Test func olderProgressThatOvertakesANewerOneIsDropped() {
+        let p = Promise<Int>()
+        let follower = p.future.map(on: .immediate) { $0 }
+        let seen = Recorder<Double>()
+        follower.whenProgress(on: .immediate) { seen.append($0) }
+        p.progress = 0.3
+        let source = ObjectIdentifier(p.storage)
+        let version = LockTable.withLock(p.storage) { p.storage.progress!.version }
+        // Deliver a newer value, then an older one that was sent earlier but arrived later.
+        follower.storage.receiveUpstreamProgress(0.6, version: version + 1, from: source)
+        follower.storage.receiveUpstreamProgress(0.4, version: version, from: source)
+        #expect(follower.progress == 0.6)
+        #expect(seen.all == [0.3, 0.6])
+    }
+
+    @Test func aHandlerDropsValuesOlderThanItsLatest() {
+        let executor = ManualExecutor()
+        let seen = Recorder<Double>()
+        let delivery = ProgressDelivery(hop: Hop(executor)) { seen.append($0) }
+        delivery.offer(0.6, version: 5)
+        delivery.offer(0.3, version: 4)
+        executor.runAll()
+        #expect(seen.all == [0.6])
+    }
+
+    @Test func makeProgressDoesNotKeepANeverEndingFutureAlive() {
+        weak var weakProgress: Progress?
+        do {
+            let future = Future<Int>.never.map(on: .immediate) { $0 }
+            weakProgress = future.makeProgress()
+        }
+        #expect(weakProgress == nil)
     }
 
     @Test func progressUpdatesEndsWithTheFinalValue() async {

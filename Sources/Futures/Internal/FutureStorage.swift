@@ -74,6 +74,9 @@ final class Extras<Value: Sendable> {
     /// The future this one waits for after adopting it without merging: its union-find parent for
     /// cycle detection (compressed as it is walked).
     @usableFromInline weak var waitingOn: FutureStorage<Value>?
+    /// The progress relation recorded by adoptions while nobody used progress (see
+    /// ``ProgressRelation``); it costs no allocation, since an adoption allocates this box anyway.
+    var progressRelation: ProgressRelation?
 
     @usableFromInline init() {}
 }
@@ -244,9 +247,12 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         @usableFromInline var cancelled: Bool
         /// The upstream, taken out to be released after the lock (and withdrawn from if cancelled).
         @usableFromInline var upstream: (any ConsumerSource)?
-        /// Progress observers, moved out: told 1.0 if `notifyProgress`, then released.
-        @usableFromInline var progressObservers: [@Sendable (Double) -> Void] = []
-        @usableFromInline var notifyProgress = false
+        /// Progress observers, moved out: told the final value (if any), then released.
+        @usableFromInline var progressObservers: [ProgressObserver] = []
+        @usableFromInline var finalProgress: (Double, UInt64)?
+        /// Whether to withdraw from `upstream`: cancelled, and a consumer of it (not an `observe()`
+        /// branch); decided under the lock.
+        @usableFromInline var withdraw = false
 
         @inlinable
         init(extras: Extras<Value>?, drain: Bool, cancelled: Bool, upstream: (any ConsumerSource)?) {
@@ -273,8 +279,9 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         let source = upstream
         upstream = nil
         var completed = Completed(extras: taken, drain: drain, cancelled: outcome.isCancelled, upstream: source)
+        completed.withdraw = completed.cancelled && consumesUpstream
         if let progress {
-            (completed.progressObservers, completed.notifyProgress) = progress.complete(success: outcome.isSuccess)
+            (completed.progressObservers, completed.finalProgress) = progress.complete(success: outcome.isSuccess)
         }
         return completed
     }
@@ -286,11 +293,11 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         if completed.cancelled, let extras = completed.extras {
             for handler in extras.cancelHandlers { handler() }
         }
-        if completed.notifyProgress {
-            for observer in completed.progressObservers { observer(1) }
+        if let (value, version) = completed.finalProgress {
+            for observer in completed.progressObservers { observer(value, version) }
         }
         if completed.drain { scheduleDrain() }
-        return completed.cancelled && consumesUpstream ? completed.upstream : nil
+        return completed.withdraw ? completed.upstream : nil
     }
 
     /// Completes the future (`origin == nil`: cancellation, always allowed while pending). A
@@ -532,21 +539,14 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         // the last one could free a pending future and run user code (a broken promise's callbacks).
         var keepAlive: [AnyObject] = []
         var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
-        // Progress: the inner future's progress before adoption, and whether either side uses progress.
-        var innerProgress = 0.0
-        var usesProgress = false
-        var merged = false
-        var mergedProgress: Double?
+        // Progress to report after the locks, if the adoption changed the adopter's progress.
+        var progressChange: (changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool)?
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root()
             let target = inner.root()
             if target === root || Self.closesCycle(root, adopting: target, keepAlive: &keepAlive) { return .cycle }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
-                if adopter.progress != nil || target.progress != nil {
-                    usesProgress = true
-                    innerProgress = target.progress?.value ?? 0
-                }
                 guard adopter.phase == .pending, adopter.accepts(origin) else {
                     return adopter.result?.isCancelled == true ? .withdrawn(target) : .rejected
                 }
@@ -570,11 +570,25 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     }
                     extras.waitingOn = target.extras?.waitingOn
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
-                    if usesProgress {
-                        // Compose: the target's progress drives the merged node from now on.
-                        mergedProgress = adopter.ensureProgress.absorb(target.progress, targetCombines: target.combinesProgress)
-                        merged = true
+                    // Progress: the target drives the merged node from now on (composed).
+                    var relation = adopter.currentRelation
+                    relation.absorb(target.currentRelation)
+                    if adopter.progress != nil || target.progress != nil {
+                        let state = adopter.ensureProgress
+                        state.relation = relation
+                        if let targetState = target.progress {
+                            state.observers.append(contentsOf: targetState.observers)
+                            targetState.observers = []
+                            state.forwarding = state.forwarding || targetState.forwarding
+                        }
+                        let refollow = state.forwarding
+                        state.forwarding = false  // the upstream changed: follow the new one
+                        let changed = state.update()
+                        progressChange = (changed, changed == nil ? [] : state.observers, refollow)
+                    } else {
+                        adopter.ensureExtras.progressRelation = relation
                     }
+                    adopter.consumesUpstream = target.consumesUpstream
                     swap(&adopter.upstream, &target.upstream)  // the adopter's own source has completed
                     swap(&keepUpstream, &target.upstream)      // released after the lock
                     adopter.immortal = target.immortal
@@ -595,6 +609,18 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     extras.handCompletion(to: token)
                     extras.waitingOn = target
                     adopter.immortal = target.immortal
+                    adopter.consumesUpstream = true
+                    var relation = adopter.currentRelation
+                    relation.adoptWaiting(innerProgress: target.progress?.value ?? 0)
+                    if let state = adopter.progress {
+                        state.relation = relation
+                        let refollow = state.forwarding
+                        state.forwarding = false  // the upstream changes to the target: follow it
+                        let changed = state.update()
+                        progressChange = (changed, changed == nil ? [] : state.observers, refollow)
+                    } else {
+                        extras.progressRelation = relation
+                    }
                     let link: any ConsumerSource = target.immortal ? WeakSource(target) : target
                     swap(&adopter.upstream, &keepUpstream)  // its old (completed) source: released later
                     adopter.upstream = link
@@ -602,10 +628,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                 }
             }
         }
-        if merged {
-            root.mergedForProgress(changed: mergedProgress)
-        } else if usesProgress {
-            root.adoptedForProgress(innerProgress: innerProgress)
+        if let progressChange {
+            root.progressAdopted(changed: progressChange.changed, observers: progressChange.observers, refollow: progressChange.refollow)
         }
         switch plan {
         case .rejected:

@@ -39,7 +39,7 @@ extension Future {
     ///   - body: receives progress values in 0...1.
     public func whenProgress(on executor: some Executor = .current, _ body: @escaping @Sendable (Double) -> Void) {
         let delivery = ProgressDelivery(hop: Hop(executor), body: body)
-        storage.observeProgress { value in delivery.offer(value) }
+        storage.observeProgress { value, version in delivery.offer(value, version: version) }
     }
 
     /// ``whenProgress(on:_:)`` with a `@MainActor` handler, run on the main queue.
@@ -50,7 +50,7 @@ extension Future {
     public func whenProgress(on executor: some MainActorExecutor, _ body: @escaping @MainActor @Sendable (Double) -> Void) {
         let isolated = onMainActor(body)
         let delivery = ProgressDelivery(hop: Hop(executor), body: { value in try? isolated(value) })
-        storage.observeProgress { value in delivery.offer(value) }
+        storage.observeProgress { value, version in delivery.offer(value, version: version) }
     }
 
     /// ``flatMap(on:_:)`` whose progress combines both steps: `progressWeight * upstream +
@@ -86,8 +86,9 @@ extension Future {
     /// ```
     public var progressUpdates: AsyncStream<Double> {
         let (stream, continuation) = AsyncStream<Double>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        whenProgress(on: .immediate) { continuation.yield($0) }
-        whenComplete(on: .immediate) { _ in continuation.finish() }
+        let feed = ProgressFeed(continuation)
+        storage.observeProgress { value, version in feed.yield(value, version: version) }
+        storage.register({ outcome in feed.finish(final: outcome.isSuccess ? 1 : nil) }, asConsumer: false)
         return stream
     }
 }
@@ -100,6 +101,7 @@ final class ProgressDelivery: @unchecked Sendable {
     private let hop: Hop
     private let body: @Sendable (Double) -> Void
     private var latest: Double?
+    private var latestVersion: UInt64 = 0
     private var lastSent = -1.0
     private var scheduled = false
 
@@ -108,8 +110,11 @@ final class ProgressDelivery: @unchecked Sendable {
         self.body = body
     }
 
-    func offer(_ value: Double) {
+    /// Offers a value; one older than what this handler already has (it overtook) is dropped.
+    func offer(_ value: Double, version: UInt64) {
         let start: Bool = LockTable.withLock(self) {
+            guard version > latestVersion || (version == 0 && latestVersion == 0) else { return false }
+            latestVersion = version
             latest = value
             guard !scheduled else { return false }
             scheduled = true
@@ -132,6 +137,36 @@ final class ProgressDelivery: @unchecked Sendable {
             }
             guard let next else { return }
             if !next.isNaN { body(next) }
+        }
+    }
+}
+
+/// Feeds `progressUpdates`: yields newer values only, and after the final value nothing more.
+final class ProgressFeed: @unchecked Sendable {
+    // Safety: `finished`, `lastVersion` and `last` are only touched under `LockTable.withLock(self)`;
+    // the continuation is yielded to and finished under that lock (it runs no user code).
+    private let continuation: AsyncStream<Double>.Continuation
+    private var finished = false
+    private var lastVersion: UInt64 = 0
+    private var last: Double?
+
+    init(_ continuation: AsyncStream<Double>.Continuation) { self.continuation = continuation }
+
+    func yield(_ value: Double, version: UInt64) {
+        LockTable.withLock(self) {
+            guard !finished, version >= lastVersion, value != last else { return }
+            lastVersion = version
+            last = value
+            continuation.yield(value)
+        }
+    }
+
+    func finish(final: Double?) {
+        LockTable.withLock(self) {
+            guard !finished else { return }
+            finished = true
+            if let final, final != last { continuation.yield(final) }
+            continuation.finish()
         }
     }
 }

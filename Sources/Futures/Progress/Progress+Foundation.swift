@@ -15,8 +15,8 @@ extension Future {
         let foundation = Progress(totalUnitCount: totalUnitCount)
         foundation.isCancellable = true
         foundation.isPausable = false
-        let storage = self.storage
-        foundation.cancellationHandler = { _ = storage.cancel() }
+        // Weak: a future that never completes must not be kept alive by its own Progress.
+        foundation.cancellationHandler = { [weak storage] in _ = storage?.cancel() }
         whenProgress(on: .immediate) { fraction in
             foundation.completedUnitCount = Int64((fraction * Double(totalUnitCount)).rounded())
         }

@@ -5,106 +5,111 @@
 /// unchanged for `map`, `recover`, `always`, `observe()` and the like, weighted for
 /// `flatMap(progressWeight:)`. Following is set up lazily, when someone observes progress
 /// downstream, by subscribing each future to its upstream, up to the producer.
+/// Receives a progress value and its version; versions only grow, so a receiver drops anything
+/// older than what it already has (notifications are sent after the lock, and can overtake).
 @usableFromInline
-final class ProgressState {
-    // Guarded by the owning future's stripe lock.
+typealias ProgressObserver = @Sendable (_ value: Double, _ version: UInt64) -> Void
 
-    /// The progress this future reports.
-    var value: Double = 0
-    /// Observers, in registration order: user handlers (coalescing, on their executors) and the
-    /// forwarding listeners of downstream futures.
-    var observers: [@Sendable (Double) -> Void] = []
-    /// Whether this future follows its upstream's progress (subscribed).
-    var forwarding = false
-
-    // The *subject* is the future whose progress drives this one: itself, or, after merges, the
-    // adopted future it was merged with. Its progress is `ownPart` (its producer's, or its
-    // upstream's), weighted by `weight` for a flatMap, or `weight + (1 - weight) * innerPart` once
-    // the subject has adopted a future it waits on.
+/// How a future's progress derives from the future that drives it (its *subject*: itself, or after
+/// merges the adopted future it was merged with): the subject's own (or upstream's) progress
+/// weighted by `weight` for a flatMap, or `weight + (1 - weight) * innerPart` once the subject has
+/// adopted a future it waits on; merges compose as `offset + scale * subject`.
+@usableFromInline
+struct ProgressRelation {
     var weight: Double?
     var ownPart = 0.0
     var innerPart = 0.0
     var adopted = false
-
-    // Merges compose: value = offset + scale * (the subject's progress).
     var offset = 0.0
     var scale = 1.0
+    /// Combined progress never goes backwards; a producer's own progress may.
+    var monotonic = false
 
-    init() {}
+    /// A fresh future's relation: a plain flatMap weighs its two steps equally.
+    static func initial(combines: Bool) -> ProgressRelation {
+        var relation = ProgressRelation()
+        if combines { relation.setWeight(0.5) }
+        return relation
+    }
 
-    private var subjectProgress: Double {
+    mutating func setWeight(_ weight: Double) {
+        self.weight = weight
+        monotonic = true
+    }
+
+    var raw: Double {
+        let subject: Double
         if adopted {
             let w = weight ?? 0
-            return w + (1 - w) * innerPart
+            subject = w + (1 - w) * innerPart
+        } else {
+            subject = (weight ?? 1) * ownPart
         }
-        return (weight ?? 1) * ownPart
-    }
-
-    /// Recomputes the value; returns it if it changed. Combined progress never goes backwards; a
-    /// producer's own progress may.
-    private func update() -> Double? {
-        let raw = offset + scale * subjectProgress
-        let combined = weight != nil || offset != 0 || scale != 1
-        let next = combined ? max(value, raw) : raw
-        guard next != value else { return nil }
-        value = next
-        return next
-    }
-
-    /// The subject's producer reported progress (directly, or through a link after a merge).
-    func receiveOwn(_ incoming: Double) -> Double? {
-        ownPart = incoming
-        return update()
-    }
-
-    /// Progress arrived from the future this one follows: its upstream, or after a waiting
-    /// adoption the adopted future.
-    func receiveFollowed(_ incoming: Double) -> Double? {
-        if adopted { innerPart = incoming } else { ownPart = incoming }
-        return update()
-    }
-
-    /// The subject adopted a future it waits on, which already had `innerProgress`.
-    func adoptWaiting(innerProgress: Double) -> Double? {
-        adopted = true
-        innerPart = innerProgress
-        return update()
+        return offset + scale * subject
     }
 
     /// This future adopted `target` by merging: fold this future's weight into the composition
-    /// and make the target the subject (its state, or a plain flatMap's default weight).
-    func absorb(_ target: ProgressState?, targetCombines: Bool) -> Double? {
+    /// and make the target the subject.
+    mutating func absorb(_ target: ProgressRelation) {
         let w = weight ?? 0
         offset += scale * w
         scale *= 1 - w
-        if let target {
-            offset += scale * target.offset
-            scale *= target.scale
-            weight = target.weight
-            adopted = target.adopted
-            ownPart = target.ownPart
-            innerPart = target.innerPart
-            observers.append(contentsOf: target.observers)
-            target.observers = []
-        } else {
-            weight = targetCombines ? 0.5 : nil
-            adopted = false
-            ownPart = 0
-            innerPart = 0
-        }
-        return update()
+        offset += scale * target.offset
+        scale *= target.scale
+        weight = target.weight
+        adopted = target.adopted
+        ownPart = target.ownPart
+        innerPart = target.innerPart
+        monotonic = monotonic || target.monotonic
+    }
+
+    /// The subject adopted a future it waits on, which already had `innerProgress`.
+    mutating func adoptWaiting(innerProgress: Double) {
+        adopted = true
+        innerPart = innerProgress
+    }
+}
+
+@usableFromInline
+final class ProgressState {
+    // Guarded by the owning future's stripe lock.
+
+    /// The progress this future reports, and its version (bumped on every change).
+    var value: Double = 0
+    var version: UInt64 = 0
+    /// Observers, in registration order: user handlers (coalescing, on their executors) and the
+    /// following listeners of downstream futures.
+    var observers: [ProgressObserver] = []
+    /// Whether this future follows its upstream's progress, which upstream, and the newest version
+    /// received from it.
+    var forwarding = false
+    var followed: ObjectIdentifier?
+    var followedVersion: UInt64 = 0
+    var relation: ProgressRelation
+
+    init(relation: ProgressRelation) { self.relation = relation }
+
+    /// Recomputes the value; returns it and its new version if it changed.
+    func update() -> (Double, UInt64)? {
+        let raw = relation.raw
+        let next = relation.monotonic ? max(value, raw) : raw
+        guard next != value else { return nil }
+        value = next
+        version += 1
+        return (next, version)
     }
 
     /// The future completed (caller holds the lock): success reports 1.0; failure and cancellation
-    /// add nothing. Returns the observers, moved out to be told 1.0 (if `notify`) and released
-    /// after the lock.
+    /// add nothing. Returns the observers, moved out to be told the final value (if any) and
+    /// released after the lock.
     @usableFromInline
-    func complete(success: Bool) -> (observers: [@Sendable (Double) -> Void], notify: Bool) {
+    func complete(success: Bool) -> (observers: [ProgressObserver], final: (Double, UInt64)?) {
         let taken = observers
         observers = []
-        guard success, value != 1 else { return (taken, false) }
+        guard success, value != 1 else { return (taken, nil) }
         value = 1
-        return (taken, true)
+        version += 1
+        return (taken, (1, version))
     }
 }
 
@@ -113,18 +118,23 @@ final class ProgressState {
 protocol ProgressNode: AnyObject, Sendable {
     /// Marks this future as following its upstream; returns the upstream if it must subscribe now.
     func beginForwarding() -> (any ProgressNode)?
-    /// Adds an observer; returns the current progress.
-    func addProgressObserver(_ observer: @escaping @Sendable (Double) -> Void) -> Double
-    /// Progress arrived from the upstream this future follows.
-    func receiveUpstreamProgress(_ value: Double)
+    /// Adds an observer; returns the current progress and its version.
+    func addProgressObserver(_ observer: @escaping ProgressObserver) -> (Double, UInt64)
+    /// Progress arrived from the upstream `source` this future follows.
+    func receiveUpstreamProgress(_ value: Double, version: UInt64, from source: ObjectIdentifier)
 }
 
 extension FutureStorage: ProgressNode {
+    /// The relation in force (caller holds the lock): the live state's, or the one recorded by
+    /// adoptions while nobody used progress, or a fresh one.
+    var currentRelation: ProgressRelation {
+        progress?.relation ?? extras?.progressRelation ?? .initial(combines: combinesProgress)
+    }
+
     /// The progress state, created if needed (caller holds the lock).
     @usableFromInline var ensureProgress: ProgressState {
         if let progress { return progress }
-        let created = ProgressState()
-        if combinesProgress { created.weight = 0.5 }
+        let created = ProgressState(relation: extras?.progressRelation ?? .initial(combines: combinesProgress))
         progress = created
         return created
     }
@@ -132,29 +142,31 @@ extension FutureStorage: ProgressNode {
     /// Gives a new, not yet shared, flatMap-derived future its progress weight.
     @usableFromInline
     func setProgressWeight(_ weight: Double) {
-        LockTable.withLock(self) { ensureProgress.weight = weight }
+        LockTable.withLock(self) { ensureProgress.relation.setWeight(weight) }
     }
 
     /// The producer reports progress: clamped to 0...1, NaN ignored, ignored once the future is
     /// complete or when `origin` may no longer complete it. Progress from the producer of a merged
-    /// inner future (through its link) is this future's inner part.
+    /// future (through its link) is the subject's own progress.
     @usableFromInline
     func setProgress(_ raw: Double, from origin: AnyObject) {
         guard !raw.isNaN else { return }
         let incoming = min(max(raw, 0), 1)
         var node = self
         while true {
-            let (linked, changed, observers): (Bool, Double?, [@Sendable (Double) -> Void]) = LockTable.withLock(node) {
+            let (linked, changed, observers): (Bool, (Double, UInt64)?, [ProgressObserver]) = LockTable.withLock(node) {
                 guard node.phase != .linked else { return (true, nil, []) }
                 guard node.phase == .pending, node.accepts(origin) else { return (false, nil, []) }
-                let changed = node.ensureProgress.receiveOwn(incoming)
-                return (false, changed, changed == nil ? [] : node.progress!.observers)
+                let state = node.ensureProgress
+                state.relation.ownPart = incoming
+                let changed = state.update()
+                return (false, changed, changed == nil ? [] : state.observers)
             }
             if linked {
                 node = node.root()
                 continue
             }
-            if let changed { for observer in observers { observer(changed) } }
+            if let (value, version) = changed { for observer in observers { observer(value, version) } }
             return
         }
     }
@@ -171,12 +183,13 @@ extension FutureStorage: ProgressNode {
         }
     }
 
-    /// Adds a progress observer and makes this future follow its upstream if it does not yet.
+    /// Adds a progress observer (told the current value now if it is above 0) and makes this future
+    /// follow its upstream if it does not yet.
     @usableFromInline
-    func observeProgress(_ observer: @escaping @Sendable (Double) -> Void) {
+    func observeProgress(_ observer: @escaping ProgressObserver) {
         let node = root()
-        let current = node.addProgressObserver(observer)
-        if current > 0 { observer(current) }
+        let (current, version) = node.addProgressObserver(observer)
+        if current > 0 { observer(current, version) }
         Self.startFollowing(node)
     }
 
@@ -186,13 +199,14 @@ extension FutureStorage: ProgressNode {
         var node = start
         while let upstream = node.beginForwarding() {
             let follower = node
-            let current = upstream.addProgressObserver { value in
+            let source = ObjectIdentifier(upstream)
+            let (current, version) = upstream.addProgressObserver { value, version in
                 // Through the drain loop, so a long following chain does not recurse.
                 Drain.schedule(DrainEntry(node: follower, run: { follower in
-                    (follower as! any ProgressNode).receiveUpstreamProgress(value)
+                    (follower as! any ProgressNode).receiveUpstreamProgress(value, version: version, from: source)
                 }))
             }
-            follower.receiveUpstreamProgress(current)
+            follower.receiveUpstreamProgress(current, version: version, from: source)
             node = upstream
         }
     }
@@ -200,27 +214,31 @@ extension FutureStorage: ProgressNode {
     @usableFromInline
     func beginForwarding() -> (any ProgressNode)? {
         LockTable.withLock(self) { () -> (any ProgressNode)? in
-            guard phase == .pending, let upstream = upstream?.resolved as? any ProgressNode else { return nil }
+            guard phase == .pending else { return nil }
             let state = ensureProgress
-            guard !state.forwarding else { return nil }
+            guard !state.forwarding, let upstream = upstream?.resolved as? any ProgressNode else { return nil }
             state.forwarding = true
+            state.followed = ObjectIdentifier(upstream)
+            state.followedVersion = 0
             return upstream
         }
     }
 
     @usableFromInline
-    func addProgressObserver(_ observer: @escaping @Sendable (Double) -> Void) -> Double {
+    func addProgressObserver(_ observer: @escaping ProgressObserver) -> (Double, UInt64) {
         var node = self
         while true {
-            let (linked, current): (Bool, Double) = LockTable.withLock(node) {
+            let (linked, current): (Bool, (Double, UInt64)) = LockTable.withLock(node) {
                 switch node.phase {
-                case .linked: return (true, 0)
-                case .never: return (false, 0)
-                case .completed: return (false, node.result?.isSuccess == true ? 1 : node.progress?.value ?? 0)
+                case .linked: return (true, (0, 0))
+                case .never: return (false, (0, 0))
+                case .completed:
+                    let version = node.progress?.version ?? 0
+                    return (false, (node.result?.isSuccess == true ? 1 : node.progress?.value ?? 0, version))
                 case .pending:
                     let state = node.ensureProgress
                     state.observers.append(observer)
-                    return (false, state.value)
+                    return (false, (state.value, state.version))
                 }
             }
             if !linked { return current }
@@ -228,41 +246,23 @@ extension FutureStorage: ProgressNode {
         }
     }
 
-    /// After adopting (waiting on) an inner future: later progress from it is the inner part,
-    /// starting with the progress it already had; a future that follows its upstream re-subscribes
-    /// to the new one.
     @usableFromInline
-    func adoptedForProgress(innerProgress: Double) {
-        let (changed, observers, refollow): (Double?, [@Sendable (Double) -> Void], Bool) = LockTable.withLock(self) {
-            guard phase == .pending, let state = progress else { return (nil, [], false) }
-            let changed = state.adoptWaiting(innerProgress: innerProgress)
-            let refollow = state.forwarding
-            state.forwarding = false
-            return (changed, changed == nil ? [] : state.observers, refollow)
-        }
-        if let changed { for observer in observers { observer(changed) } }
-        if refollow { Self.startFollowing(self) }
-    }
-
-    /// After a merge changed the upstream: re-subscribe if following, and tell observers.
-    func mergedForProgress(changed: Double?) {
-        let (observers, refollow): ([@Sendable (Double) -> Void], Bool) = LockTable.withLock(self) {
-            guard phase == .pending, let state = progress else { return ([], false) }
-            let refollow = state.forwarding
-            state.forwarding = false
-            return (changed == nil ? [] : state.observers, refollow)
-        }
-        if let changed { for observer in observers { observer(changed) } }
-        if refollow { Self.startFollowing(self) }
-    }
-
-    @usableFromInline
-    func receiveUpstreamProgress(_ incoming: Double) {
-        let (changed, observers): (Double?, [@Sendable (Double) -> Void]) = LockTable.withLock(self) {
-            guard phase == .pending, let state = progress else { return (nil, []) }
-            let changed = state.receiveFollowed(incoming)
+    func receiveUpstreamProgress(_ incoming: Double, version: UInt64, from source: ObjectIdentifier) {
+        let (changed, observers): ((Double, UInt64)?, [ProgressObserver]) = LockTable.withLock(self) {
+            guard phase == .pending, let state = progress, state.followed == source,
+                  version >= state.followedVersion else { return (nil, []) }
+            state.followedVersion = version
+            if state.relation.adopted { state.relation.innerPart = incoming } else { state.relation.ownPart = incoming }
+            let changed = state.update()
             return (changed, changed == nil ? [] : state.observers)
         }
-        if let changed { for observer in observers { observer(changed) } }
+        if let (value, newVersion) = changed { for observer in observers { observer(value, newVersion) } }
+    }
+
+    /// After an adoption changed this future's relation (under the adoption's locks): tell the
+    /// observers and, if it was following its upstream, follow the new one.
+    func progressAdopted(changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool) {
+        if let (value, version) = changed { for observer in observers { observer(value, version) } }
+        if refollow { Self.startFollowing(self) }
     }
 }
