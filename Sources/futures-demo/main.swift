@@ -63,7 +63,7 @@ func loadPersonAndPicture() -> Future<(Person, Data, String)> {
 }
 
 // Set-up, then the scenario, as one chain: any step's error falls through to the one handler below.
-let scenario = Future.zipSetUp(disk.save(ada), server.save(picture: picture, named: ada.picture))
+let scenario = Future.zip(disk.save(ada), server.save(picture: picture, named: ada.picture))
     .flatMap(progressWeight: 0.1) { _ -> Future<(Person, Data, String)> in
         print("2. Loading the person from disk, then the picture")
         return loadPersonAndPicture()
@@ -87,12 +87,6 @@ case .cancelled:
     exit(1)
 }
 
-extension Future where Value == Void {
-    /// Waits for two set-up steps; the first failure wins. (`Future.zip` arrives with the combinators.)
-    static func zipSetUp(_ first: Future<Void>, _ second: Future<Void>) -> Future<Void> {
-        first.flatMap(on: .immediate) { second }
-    }
-}
 
 /// Prints the scenario's progress as a text bar, one line per change of at least 10%.
 final class ProgressBar: @unchecked Sendable {

@@ -1,0 +1,174 @@
+import Dispatch
+import Testing
+@testable import Futures
+
+/// D10: joins with policies, and races.
+@Suite("Joins and races")
+struct FutureAllTests {
+    @Test func allSucceedsWithValuesInInputOrder() {
+        let promises = (0..<5).map { _ in Promise<Int>() }
+        let all = Future.all(promises.map(\.future))
+        for index in [3, 1, 4, 0, 2] { promises[index].succeed(index * 10) }
+        #expect(all.outcome?.value == [0, 10, 20, 30, 40])
+    }
+
+    @Test func emptyInputSucceedsWithNothing() {
+        #expect(Future<[Int]>.all([Future<Int>]()).outcome?.value == [])
+        #expect(Future<[Outcome<Int>]>.allSettled([Future<Int>]()).outcome?.value?.isEmpty == true)
+    }
+
+    @Test func failFastFailsAtOnceAndCancelsMembersOnlyItConsumes() {
+        let first = Promise<Int>(), second = Promise<Int>(), shared = Promise<Int>()
+        let otherConsumer = shared.future.map(on: .immediate) { $0 }
+        let all = Future.all([first.future, second.future, shared.future], policy: .failFast)
+        first.fail(TestError(code: 1))
+        #expect((all.outcome?.error as? TestError)?.code == 1)
+        #expect(second.isCancelled, "only the join consumed it")
+        #expect(shared.future.isPending, "another consumer still wants it")
+        _ = otherConsumer
+    }
+
+    @Test func collectErrorsWaitsAndReportsEveryFailureInInputOrder() {
+        let promises = (0..<4).map { _ in Promise<Int>() }
+        let all = Future.all(promises.map(\.future), policy: .collectErrors)
+        promises[3].fail(TestError(code: 3))
+        promises[1].fail(TestError(code: 1))
+        promises[0].succeed(0)
+        #expect(all.isPending)
+        promises[2].succeed(2)
+        guard case .failure(let error as JoinError)? = all.outcome else {
+            Issue.record("expected a JoinError, got \(String(describing: all.outcome))")
+            return
+        }
+        #expect(error.failures.map(\.index) == [1, 3])
+        #expect(error.failures.map { ($0.error as? TestError)?.code } == [1, 3])
+    }
+
+    @Test func ignoreErrorsKeepsTheSuccessesInOrder() {
+        let promises = (0..<4).map { _ in Promise<Int>() }
+        let all = Future.all(promises.map(\.future), policy: .ignoreErrors)
+        promises[0].succeed(0)
+        promises[1].fail(TestError())
+        promises[2].succeed(2)
+        promises[3].fail(TestError())
+        #expect(all.outcome?.value == [0, 2])
+    }
+
+    @Test func aMemberCancelledFromOutsideCountsAsACancelledMemberFailure() {
+        let a = Promise<Int>(), b = Promise<Int>()
+        let all = Future.all([a.future, b.future], policy: .collectErrors)
+        a.future.cancel()
+        b.succeed(1)
+        guard case .failure(let error as JoinError)? = all.outcome else {
+            Issue.record("expected a JoinError")
+            return
+        }
+        #expect(error.failures.count == 1)
+        #expect(error.failures.first?.index == 0)
+        #expect(error.failures.first?.error as? FutureError == .cancelledMember)
+    }
+
+    @Test func cancellingAJoinCancelsItsMembersAsTheirConsumer() {
+        let a = Promise<Int>(), b = Promise<Int>(), shared = Promise<Int>()
+        let otherConsumer = shared.future.map(on: .immediate) { $0 }
+        let all = Future.all([a.future, b.future, shared.future])
+        all.cancel()
+        #expect(a.isCancelled && b.isCancelled)
+        #expect(shared.future.isPending)
+        _ = otherConsumer
+    }
+
+    @Test func allSettledReportsEveryOutcome() {
+        let a = Promise<Int>(), b = Promise<Int>(), c = Promise<Int>()
+        let settled = Future.allSettled([a.future, b.future, c.future])
+        a.succeed(1)
+        b.fail(TestError())
+        c.future.cancel()
+        let outcomes = settled.outcome?.value
+        #expect(outcomes?.count == 3)
+        #expect(outcomes?[0].value == 1)
+        #expect(outcomes?[1].isFailure == true)
+        #expect(outcomes?[2].isCancelled == true)
+    }
+
+    @Test func allOrNilReplacesFailuresWithNil() {
+        let a = Promise<Int>(), b = Promise<Int>()
+        let values = Future.allOrNil([a.future, b.future])
+        b.fail(TestError())
+        a.succeed(7)
+        #expect(values.outcome?.value == [7, nil])
+    }
+
+    @Test func allOfAThousandFuturesResolvedFromTwoThreads() {
+        for _ in 0..<20 {
+            let promises = (0..<1_000).map { _ in Promise<Int>() }
+            let all = Future.all(promises.map(\.future))
+            DispatchQueue.concurrentPerform(iterations: 2) { half in
+                for index in stride(from: half, to: promises.count, by: 2) { promises[index].succeed(index) }
+            }
+            #expect(all.outcome?.value == Array(0..<1_000))
+        }
+    }
+
+    // MARK: race / any
+
+    @Test func raceTakesTheFirstOutcomeAndWithdrawsFromTheLosers() {
+        let a = Promise<Int>(), b = Promise<Int>()
+        let winner = Future.race([a.future, b.future])
+        b.fail(TestError(code: 2))
+        #expect((winner.outcome?.error as? TestError)?.code == 2)
+        #expect(a.isCancelled, "the loser had no other consumer")
+    }
+
+    @Test func raceIgnoresMembersCancelledFromOutsideUnlessAllAre() {
+        let a = Promise<Int>(), b = Promise<Int>()
+        let winner = Future.race([a.future, b.future])
+        a.future.cancel()
+        #expect(winner.isPending)
+        b.succeed(5)
+        #expect(winner.outcome?.value == 5)
+
+        let c = Promise<Int>(), d = Promise<Int>()
+        let cancelled = Future.race([c.future, d.future])
+        c.future.cancel()
+        d.future.cancel()
+        #expect(cancelled.outcome?.isCancelled == true)
+    }
+
+    @Test func anyTakesTheFirstSuccess() {
+        let a = Promise<Int>(), b = Promise<Int>(), c = Promise<Int>()
+        let first = Future.any([a.future, b.future, c.future])
+        a.fail(TestError())
+        #expect(first.isPending)
+        c.succeed(3)
+        #expect(first.outcome?.value == 3)
+        #expect(b.isCancelled)
+    }
+
+    @Test func anyFailsWithEveryFailureWhenAllFail() {
+        let a = Promise<Int>(), b = Promise<Int>()
+        let first = Future.any([a.future, b.future])
+        b.fail(TestError(code: 2))
+        a.fail(TestError(code: 1))
+        guard case .failure(let error as JoinError)? = first.outcome else {
+            Issue.record("expected a JoinError")
+            return
+        }
+        #expect(error.failures.map(\.index) == [0, 1])
+    }
+
+    @Test func racesOfNothingFailWithEmptyInput() {
+        #expect(Future<Int>.race([]).outcome?.error as? FutureError == .emptyInput)
+        #expect(Future<Int>.any([]).outcome?.error as? FutureError == .emptyInput)
+    }
+
+    @Test func racesResolvedFromSeveralThreadsHaveOneWinner() {
+        for _ in 0..<200 {
+            let promises = (0..<4).map { _ in Promise<Int>() }
+            let winner = Future.race(promises.map(\.future))
+            DispatchQueue.concurrentPerform(iterations: 4) { promises[$0].succeed($0) }
+            let value = winner.outcome?.value
+            #expect(value != nil)
+        }
+    }
+}

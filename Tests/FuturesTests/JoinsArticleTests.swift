@@ -1,0 +1,37 @@
+// The examples of the DocC article "Joins and Races", compiled and run.
+import Foundation
+import Testing
+import Futures
+
+func loadPicture(_ number: Int) -> Future<Data> {
+    Future(on: .global()) {
+        guard number != 2 else { throw CocoaError(.fileNoSuchFile) }
+        return Data(repeating: UInt8(number), count: number)
+    }
+}
+
+@Suite("Joins article")
+struct JoinsArticleTests {
+    @Test func allWithAPolicy() async {
+        let pictures = Future.all([loadPicture(1), loadPicture(2), loadPicture(3)], policy: .collectErrors)
+        pictures.whenComplete { outcome in
+            if case .failure(let error as JoinError) = outcome {
+                for failure in error.failures { print("picture \(failure.index): \(failure.error)") }
+            }
+        }
+        let outcome = await pictures.result
+        #expect((outcome.error as? JoinError)?.failures.map(\.index) == [1])
+    }
+
+    @Test func zip() async throws {
+        let profile = Future.zip(loadPerson(from: disk), loadPicture(1))
+        profile.whenSuccess { person, picture in print(person.name, picture.count) }
+        let (person, picture) = try await profile.value
+        #expect(person.name == "Ada" && picture.count == 1)
+    }
+
+    @Test func races() async throws {
+        let fastest = Future.any([loadPerson(from: disk), loadPerson(from: server)])
+        #expect(try await fastest.value.name == "Ada")
+    }
+}
