@@ -30,6 +30,14 @@ struct JoinsArticleTests {
         #expect(person.name == "Ada" && picture.count == 1)
     }
 
+    @Test func inCompletionOrder() async {
+        for await (index, outcome) in [loadPicture(1), loadPicture(2)].outcomesInCompletionOrder() {
+            print("picture \(index + 1): \(outcome)")
+        }
+        // The loop ended: both outcomes were delivered (the sequence ends after the last one).
+        #expect(await Future.allSettled([loadPicture(1), loadPicture(2)]).result.value?.count == 2)
+    }
+
     @Test func races() async throws {
         let fastest = Future.any([loadPerson(from: disk), loadPerson(from: server)])
         #expect(try await fastest.value.name == "Ada")

@@ -1,0 +1,66 @@
+extension Sequence {
+    /// The same futures' outcomes, reordered so that the k-th future to complete is in slot k
+    /// (CollapsingFutures' `orderedByCompletion`).
+    ///
+    /// ```swift
+    /// for future in downloads.orderedByCompletion() {
+    ///     future.whenSuccess { show($0) }   // in the order they finish
+    /// }
+    /// ```
+    ///
+    /// The slots observe the inputs; they are not consumers of them.
+    ///
+    /// - Returns: one future per input, completed in completion order.
+    public func orderedByCompletion<Value>() -> [Future<Value>] where Element == Future<Value> {
+        let members = Array(self)
+        let slots = members.map { _ in Promise<Value>() }
+        let counter = CompletionCounter()
+        for member in members {
+            member.storage.register({ outcome in
+                slots[counter.next()].complete(outcome)
+            }, asConsumer: false)
+        }
+        return slots.map(\.future)
+    }
+
+    /// The futures' outcomes as an `AsyncSequence`, in the order the futures complete, each with
+    /// the index of its future; it ends after the last one.
+    ///
+    /// ```swift
+    /// for await (index, outcome) in downloads.outcomesInCompletionOrder() {
+    ///     print("download \(index): \(outcome)")
+    /// }
+    /// ```
+    ///
+    /// - Returns: a sequence of `(index, outcome)` pairs.
+    public func outcomesInCompletionOrder<Value>() -> AsyncStream<(index: Int, outcome: Outcome<Value>)>
+    where Element == Future<Value> {
+        let members = Array(self)
+        let (stream, continuation) = AsyncStream<(index: Int, outcome: Outcome<Value>)>.makeStream()
+        guard !members.isEmpty else {
+            continuation.finish()
+            return stream
+        }
+        let counter = CompletionCounter()
+        for (index, member) in members.enumerated() {
+            member.storage.register({ outcome in
+                continuation.yield((index, outcome))
+                if counter.next() == members.count - 1 { continuation.finish() }
+            }, asConsumer: false)
+        }
+        return stream
+    }
+}
+
+/// Hands out 0, 1, 2, ... to completions racing from many threads.
+final class CompletionCounter: @unchecked Sendable {
+    // Safety: `count` is only touched under `LockTable.withLock(self)`.
+    private var count = 0
+
+    func next() -> Int {
+        LockTable.withLock(self) {
+            defer { count += 1 }
+            return count
+        }
+    }
+}
