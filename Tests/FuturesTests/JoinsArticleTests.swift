@@ -38,6 +38,13 @@ struct JoinsArticleTests {
         #expect(await Future.allSettled([loadPicture(1), loadPicture(2)]).result.value?.count == 2)
     }
 
+    @Test func aFewAtATime() async throws {
+        let uploads = Future.concurrently([1, 2, 3, 4], limit: 2, policy: .ignoreErrors) { number in
+            loadPicture(number)
+        }
+        #expect(try await uploads.value.map(\.count) == [1, 3, 4])
+    }
+
     @Test func races() async throws {
         let fastest = Future.any([loadPerson(from: disk), loadPerson(from: server)])
         #expect(try await fastest.value.name == "Ada")

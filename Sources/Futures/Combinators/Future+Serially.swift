@@ -1,0 +1,115 @@
+extension Future {
+    /// Runs `operation` on each item, one after the other: each starts after the previous one
+    /// succeeded, and the first failure stops the rest (OAPromise's serial promises).
+    ///
+    /// ```swift
+    /// let uploaded = Future.serially(users) { user in user.uploadPicture() }
+    /// ```
+    ///
+    /// Cancelling the result cancels the operation in flight and starts no more.
+    ///
+    /// - Parameters:
+    ///   - items: the items, in order.
+    ///   - operation: starts the work for one item.
+    /// - Returns: the results, in input order.
+    public static func serially<Item: Sendable, Element>(
+        _ items: some Sequence<Item>,
+        _ operation: @escaping @Sendable (Item) throws -> Future<Element>
+    ) -> Future<[Element]> where Value == [Element] {
+        let items = Array(items)
+        let results = Accumulator<Element>()
+        @Sendable func step(_ index: Int) -> Future<[Element]> {
+            guard index < items.count else { return Future<[Element]>(value: results.values) }
+            let started: Future<Element>
+            do { started = try operation(items[index]) } catch { return Future<[Element]>(error: error) }
+            return started.flatMap(on: .immediate) { value in
+                results.append(value)
+                return step(index + 1)
+            }
+        }
+        return step(0)
+    }
+
+    /// Runs `operation` on each item with at most `limit` operations in flight, starting the next
+    /// item as one finishes (OAPromise's concurrent promises, with a limit).
+    ///
+    /// ```swift
+    /// let thumbnails = Future.concurrently(photos, limit: 4, policy: .collectErrors) { photo in
+    ///     makeThumbnail(of: photo)
+    /// }
+    /// ```
+    ///
+    /// The results are in input order and `policy` applies as in ``Future/all(_:policy:)``: with
+    /// `.failFast`, the first failure fails the result and no further item starts. Cancelling the
+    /// result cancels the operations in flight and starts no more.
+    ///
+    /// - Parameters:
+    ///   - items: the items.
+    ///   - limit: the most operations in flight at once (at least 1).
+    ///   - policy: what failures do.
+    ///   - operation: starts the work for one item.
+    /// - Returns: the results, in input order.
+    public static func concurrently<Item: Sendable, Element>(
+        _ items: some Sequence<Item>,
+        limit: Int,
+        policy: JoinPolicy = .failFast,
+        _ operation: @escaping @Sendable (Item) throws -> Future<Element>
+    ) -> Future<[Element]> where Value == [Element] {
+        precondition(limit >= 1, "concurrently needs a limit of at least 1")
+        let items = Array(items)
+        let slots = items.map { _ in Promise<Element>() }
+        let joined = Future<[Element]>.all(slots.map(\.future), policy: policy)
+        let scheduler = Scheduler(count: items.count)
+        @Sendable func start(_ first: Int) {
+            var candidate: Int? = first
+            // Skip items whose slot was cancelled before they started (in a loop: a fail-fast
+            // over a million items must not recurse a million times).
+            while let index = candidate, !slots[index].future.isPending {
+                candidate = scheduler.finished()
+            }
+            guard let index = candidate else { return }
+            let started: Future<Element>
+            do { started = try operation(items[index]) } catch { started = Future<Element>(error: error) }
+            started.storage.register({ _ in scheduler.finished().map(start) }, asConsumer: false)
+            slots[index].complete(with: started)
+        }
+        for index in scheduler.initial(limit: limit) { start(index) }
+        return joined
+    }
+}
+
+/// Values appended by one operation at a time, read at the end.
+final class Accumulator<Element: Sendable>: @unchecked Sendable {
+    // Safety: `stored` is only touched under `LockTable.withLock(self)`.
+    private var stored: [Element] = []
+
+    func append(_ value: Element) { LockTable.withLock(self) { stored.append(value) } }
+
+    var values: [Element] { LockTable.withLock(self) { stored } }
+}
+
+/// Hands out item indices: the first `limit` at once, then one per finished operation.
+final class Scheduler: @unchecked Sendable {
+    // Safety: `next` is only touched under `LockTable.withLock(self)`.
+    private let count: Int
+    private var next = 0
+
+    init(count: Int) { self.count = count }
+
+    func initial(limit: Int) -> [Int] {
+        LockTable.withLock(self) {
+            let first = Array(0..<min(limit, count))
+            next = first.count
+            return first
+        }
+    }
+
+    /// An operation finished: the next index to start, if any.
+    func finished() -> Int? {
+        LockTable.withLock(self) {
+            guard next < count else { return nil }
+            defer { next += 1 }
+            return next
+        }
+    }
+}
