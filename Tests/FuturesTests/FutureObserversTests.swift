@@ -50,13 +50,18 @@ struct FutureObserversTests {
     }
 
     @Test func callbacksNeverRunInsideTheRegisteringCall() async {
+        // Registered (with the default executor) from inside a callback running on a serial queue:
+        // `.current` is that queue, so the callback can only run after the registering job ends.
         let queue = MarkedQueue("no-zalgo")
         let done = Future<Void> { promise in
-            queue.queue.async {
+            Future(value: 0).whenSuccess(on: .queue(queue.queue)) { _ in
                 let registering = Counter()
                 Future(value: 1).whenSuccess { _ in
-                    // Runs later on the same serial queue, after the registering block finished.
-                    if registering.value == 1 { promise.succeed(()) } else { promise.fail(TestError()) }
+                    if registering.value == 1 && queue.isCurrent {
+                        promise.succeed(())
+                    } else {
+                        promise.fail(TestError())
+                    }
                 }
                 registering.increment()
             }
