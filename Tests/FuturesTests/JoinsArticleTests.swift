@@ -45,6 +45,14 @@ struct JoinsArticleTests {
         #expect(try await uploads.value.map(\.count) == [1, 3, 4])
     }
 
+    @Test func aQueueOfOperations() async throws {
+        let queue = FutureQueue(maxConcurrent: 1)
+        let first = queue.add { loadPicture(1) }
+        let second = queue.add { loadPicture(3) }   // starts when the first finishes
+        #expect(try await first.value.count == 1)
+        #expect(try await second.value.count == 3)
+    }
+
     @Test func races() async throws {
         let fastest = Future.any([loadPerson(from: disk), loadPerson(from: server)])
         #expect(try await fastest.value.name == "Ada")
