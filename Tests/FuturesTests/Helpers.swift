@@ -104,10 +104,6 @@ final class MarkedQueue: Sendable {
     var isCurrent: Bool { DispatchQueue.getSpecific(key: key) != nil }
 }
 
-extension Outcome {
-    var failureError: (any Error)? { error }
-}
-
 func isBrokenPromise<V>(_ outcome: Outcome<V>?) -> Bool {
     if case .failure(FutureError.brokenPromise) = outcome { return true }
     return false

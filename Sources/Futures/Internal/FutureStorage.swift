@@ -138,8 +138,6 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// The immortal future.
     @inlinable init(never: Void) { phase = .never }
 
-    @inlinable var identity: ObjectIdentifier { ObjectIdentifier(self) }
-
     deinit {
         // A pending future's callbacks may hold the next future of a long chain, and a link holds
         // the next link: release them in a loop, not by recursion.
