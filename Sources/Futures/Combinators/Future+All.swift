@@ -28,21 +28,22 @@ extension Future {
         _ futures: some Sequence<Future<Element>>,
         policy: JoinPolicy = .failFast
     ) -> Future<[Element]> where Value == [Element] {
-        join(Array(futures)) { outcomes, decided in
-            switch policy {
-            case .failFast:
-                if let (_, error) = firstFailure(outcomes) { return .failure(error) }
-                guard decided == outcomes.count else { return nil }
-                return .success(outcomes.map { $0!.value! })
-            case .collectErrors:
-                guard decided == outcomes.count else { return nil }
+        let members = Array(futures)
+        switch policy {
+        case .failFast:
+            return join(members, early: { _, outcome in
+                outcome.error.map { .failure($0) }
+            }, settle: { outcomes in
+                .success(outcomes.map { $0.value! })
+            })
+        case .collectErrors:
+            return join(members) { outcomes in
                 let failures = failuresOf(outcomes)
                 if !failures.isEmpty { return .failure(JoinError(failures: failures)) }
-                return .success(outcomes.map { $0!.value! })
-            case .ignoreErrors:
-                guard decided == outcomes.count else { return nil }
-                return .success(outcomes.compactMap { $0?.value })
+                return .success(outcomes.map { $0.value! })
             }
+        case .ignoreErrors:
+            return join(members) { outcomes in .success(outcomes.compactMap(\.value)) }
         }
     }
 
@@ -55,11 +56,7 @@ extension Future {
     public static func allSettled<Element>(
         _ futures: some Sequence<Future<Element>>
     ) -> Future<[Outcome<Element>]> where Value == [Outcome<Element>] {
-        let members = Array(futures)
-        return Future<[Outcome<Element>]>.joinRaw(members) { outcomes, decided in
-            guard decided == outcomes.count else { return nil }
-            return .success(outcomes.map { $0! })
-        }
+        joinRaw(Array(futures)) { outcomes in .success(outcomes) }
     }
 
     /// Waits for every future and succeeds with their values in input order, `nil` where a member
@@ -70,11 +67,7 @@ extension Future {
     public static func allOrNil<Element>(
         _ futures: some Sequence<Future<Element>>
     ) -> Future<[Element?]> where Value == [Element?] {
-        let members = Array(futures)
-        return Future<[Element?]>.joinRaw(members) { outcomes, decided in
-            guard decided == outcomes.count else { return nil }
-            return .success(outcomes.map { $0!.value })
-        }
+        joinRaw(Array(futures)) { outcomes in .success(outcomes.map(\.value)) }
     }
 
     /// The outcome of the first future to complete. The losers are withdrawn from (cancelled if
@@ -86,10 +79,11 @@ extension Future {
     public static func race(_ futures: some Sequence<Future<Value>>) -> Future<Value> {
         let members = Array(futures)
         guard !members.isEmpty else { return Future(error: FutureError.emptyInput) }
-        return joinRaw(members) { outcomes, decided in
-            if let winner = outcomes.first(where: { $0 != nil && !$0!.isCancelled }) { return winner! }
-            return decided == outcomes.count ? .cancelled : nil
-        }
+        return joinRaw(members, early: { _, outcome in
+            outcome.isCancelled ? nil : outcome
+        }, settle: { _ in
+            .cancelled  // Only reached when every member was cancelled.
+        })
     }
 
     /// The value of the first future to succeed. The losers are withdrawn from. If every member
@@ -102,14 +96,13 @@ extension Future {
     public static func any(_ futures: some Sequence<Future<Value>>) -> Future<Value> {
         let members = Array(futures)
         guard !members.isEmpty else { return Future(error: FutureError.emptyInput) }
-        return joinRaw(members) { outcomes, decided in
-            if let winner = outcomes.first(where: { $0?.isSuccess == true }) { return winner! }
-            guard decided == outcomes.count else { return nil }
-            if outcomes.allSatisfy({ $0!.isCancelled }) { return .cancelled }
-            return .failure(JoinError(failures: outcomes.enumerated().compactMap { index, outcome in
-                outcome!.error.map { (index, $0) }
-            }))
-        }
+        return joinRaw(members, early: { _, outcome in
+            outcome.isSuccess ? outcome : nil
+        }, settle: { outcomes in
+            // Only reached when no member succeeded.
+            if outcomes.allSatisfy(\.isCancelled) { return .cancelled }
+            return .failure(JoinError(failures: failuresOf(outcomes)))
+        })
     }
 }
 
@@ -119,30 +112,37 @@ extension Future {
     /// A join whose members' outside cancellation counts as ``FutureError/cancelledMember``.
     static func join<Element>(
         _ members: [Future<Element>],
-        decide: @escaping @Sendable ([Outcome<Element>?], Int) -> Outcome<Value>?
+        early: (@Sendable (Int, Outcome<Element>) -> Outcome<Value>?)? = nil,
+        settle: @escaping @Sendable ([Outcome<Element>]) -> Outcome<Value>
     ) -> Future<Value> {
-        joinRaw(members) { outcomes, decided in
-            decide(outcomes.map { outcome in
-                outcome.map { $0.isCancelled ? .failure(FutureError.cancelledMember) : $0 }
-            }, decided)
-        }
+        joinRaw(members, treatingCancellationAsFailure: true, early: early, settle: settle)
     }
 
-    /// Registers the join on every member (as a consumer) and completes it as soon as `decide`
-    /// returns an outcome, given the members' outcomes so far (input order) and how many there are.
+    /// Registers the join on every member (as a consumer). Each member's outcome is offered to
+    /// `early` as it arrives (O(1) per member); the first non-`nil` answer completes the join. When
+    /// every member has an outcome and none decided early, `settle` gets them all, in input order.
     /// Once decided, the join withdraws from the members still pending; cancelling the join
     /// withdraws from all of them.
     static func joinRaw<Element>(
         _ members: [Future<Element>],
-        decide: @escaping @Sendable ([Outcome<Element>?], Int) -> Outcome<Value>?
+        treatingCancellationAsFailure: Bool = false,
+        early: (@Sendable (Int, Outcome<Element>) -> Outcome<Value>?)? = nil,
+        settle: @escaping @Sendable ([Outcome<Element>]) -> Outcome<Value>
     ) -> Future<Value> {
-        if members.isEmpty, let outcome = decide([], 0) { return Future(outcome: outcome) }
+        if members.isEmpty { return Future(outcome: settle([])) }
         let promise = Promise<Value>()
         let state = JoinState<Element>(count: members.count)
         let sources = members.map(\.storage)
         for (index, member) in members.enumerated() {
             member.storage.register({ outcome in
-                guard let decision = state.record(outcome, at: index, decide: decide) else { return }
+                let outcome = treatingCancellationAsFailure && outcome.isCancelled
+                    ? .failure(FutureError.cancelledMember) : outcome
+                let decision: Outcome<Value>
+                switch state.record(outcome, at: index, early: early) {
+                case .pending: return
+                case .early(let early): decision = early
+                case .settled(let outcomes): decision = settle(outcomes)
+                }
                 if promise.complete(decision) {
                     // Withdraw from the members still pending: the join no longer needs them.
                     for (other, source) in sources.enumerated() where !state.hasOutcome(at: other) {
@@ -159,41 +159,46 @@ extension Future {
         return promise.future
     }
 
-    static func firstFailure<Element>(_ outcomes: [Outcome<Element>?]) -> (Int, any Error)? {
-        for (index, outcome) in outcomes.enumerated() {
-            if let error = outcome?.error { return (index, error) }
-        }
-        return nil
-    }
-
-    static func failuresOf<Element>(_ outcomes: [Outcome<Element>?]) -> [(index: Int, error: any Error)] {
-        outcomes.enumerated().compactMap { index, outcome in outcome?.error.map { (index, $0) } }
+    static func failuresOf<Element>(_ outcomes: [Outcome<Element>]) -> [(index: Int, error: any Error)] {
+        outcomes.enumerated().compactMap { index, outcome in outcome.error.map { (index, $0) } }
     }
 }
 
 /// The members' outcomes of one join, recorded from many threads.
 final class JoinState<Element: Sendable>: @unchecked Sendable {
     // Safety: `outcomes`, `decided` and `finished` are only touched under `LockTable.withLock(self)`;
-    // `decide` runs under it but is library code that calls no user code.
+    // `early` runs under it but is library code (the combinators above) that calls no user code.
     private var outcomes: [Outcome<Element>?]
     private var decided = 0
     private var finished = false
 
+    enum Step<Result> {
+        case pending
+        case early(Outcome<Result>)
+        case settled([Outcome<Element>])
+    }
+
     init(count: Int) { outcomes = Array(repeating: nil, count: count) }
 
-    /// Records a member's outcome; returns the join's outcome the first time `decide` gives one.
+    /// Records a member's outcome. Returns `.early` the first time `early` decides, `.settled` with
+    /// every outcome when the last member arrives undecided, else `.pending`.
     func record<Result>(
         _ outcome: Outcome<Element>,
         at index: Int,
-        decide: ([Outcome<Element>?], Int) -> Outcome<Result>?
-    ) -> Outcome<Result>? {
+        early: ((Int, Outcome<Element>) -> Outcome<Result>?)?
+    ) -> Step<Result> {
         LockTable.withLock(self) {
-            guard !finished, outcomes[index] == nil else { return nil }
+            guard !finished, outcomes[index] == nil else { return .pending }
             outcomes[index] = outcome
             decided += 1
-            guard let decision = decide(outcomes, decided) else { return nil }
+            if let decision = early?(index, outcome) {
+                finished = true
+                return .early(decision)
+            }
+            guard decided == outcomes.count else { return .pending }
             finished = true
-            return decision
+            // Settling happens outside the lock, on this immutable copy.
+            return .settled(outcomes.map { $0! })
         }
     }
 
