@@ -33,6 +33,13 @@ public final class Promise<Value: Sendable>: Sendable {
         self.line = line
     }
 
+    /// A promise for an existing pending future (a deferred future, when its work starts).
+    init(completing storage: FutureStorage<Value>, file: StaticString, line: UInt) {
+        self.storage = storage
+        self.file = file
+        self.line = line
+    }
+
     deinit {
         guard storage.isPendingFor(storage) else { return }
         let error = FutureError.brokenPromise(file: String(describing: file), line: Int(line))

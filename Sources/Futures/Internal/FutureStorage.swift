@@ -77,6 +77,9 @@ final class Extras<Value: Sendable> {
     /// The progress relation recorded by adoptions while nobody used progress (see
     /// ``ProgressRelation``); it costs no allocation, since an adoption allocates this box anyway.
     var progressRelation: ProgressRelation?
+    /// The work of a `Future.deferred`, started (once) by the first callback registration or
+    /// adoption; it gets the future to complete.
+    @usableFromInline var onDemand: (@Sendable (FutureStorage<Value>) -> Void)?
 
     @usableFromInline init() {}
 }
@@ -353,7 +356,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     // MARK: Registering
 
     @usableFromInline
-    enum RegisterStep { case follow, done, drain }
+    enum RegisterStep { case follow, done, drain, demand }
 
     /// Adds a callback, run once with the outcome (through the drain loop if already complete).
     ///
@@ -412,7 +415,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     node.callbacks.append(callback)
                     node.mayHoldChain = true
                     whilePending(node)
-                    return .done
+                    return node.extras?.onDemand == nil ? .done : .demand
                 case .completed:
                     node.callbacks.append(callback)
                     if node.draining { return .done }
@@ -426,8 +429,22 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
             case .drain:
                 node.scheduleDrain()
                 return
+            case .demand:
+                node.startIfDeferred()
+                return
             }
         }
+    }
+
+    /// Starts the work of a `Future.deferred` that has not started yet (outside any lock).
+    @usableFromInline
+    func startIfDeferred() {
+        let work: (@Sendable (FutureStorage<Value>) -> Void)? = LockTable.withLock(self) {
+            guard phase == .pending, let extras, let work = extras.onDemand else { return nil }
+            extras.onDemand = nil
+            return work
+        }
+        work?(self)
     }
 
     @usableFromInline
@@ -531,6 +548,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// - Returns: `true` if this call was allowed to complete the future.
     @usableFromInline @discardableResult
     func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
+        inner.root().startIfDeferred()  // adopting is consuming: a deferred inner future starts now
         var root = self
         var released: (CallbackList<Value>, Extras<Value>?) = (CallbackList(), nil)
         // Strong references taken under the adoption lock; released after it, because releasing
