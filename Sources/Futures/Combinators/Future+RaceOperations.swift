@@ -1,0 +1,75 @@
+extension Future {
+    /// Races cancellable operations (CollapsingFutures' `raceForWinnerLastingUntil:`): each
+    /// operation starts at once with its own token; the first to succeed wins and the others'
+    /// tokens are cancelled (and the race withdraws from their futures). The winner's token stays
+    /// live until `until` is cancelled, so the winner can keep (and later clean up) what its result
+    /// holds: a connection, a file, a subscription.
+    ///
+    /// ```swift
+    /// let connection = Future.race([
+    ///     { token in connect(to: primary, cancelledBy: token) },
+    ///     { token in connect(to: mirror, cancelledBy: token) },
+    /// ], until: screen.closed)
+    /// ```
+    ///
+    /// - If every operation fails, the race fails with a ``JoinError`` of all the failures (in
+    ///   input order); if every one is cancelled, the race is cancelled.
+    /// - When `until` is cancelled, every operation's token is cancelled, the winner's too, and a
+    ///   race still pending is cancelled. If `until` is already cancelled, no operation starts.
+    /// - Cancelling the race before it has a winner cancels every operation's token.
+    /// - No operations: fails with ``FutureError/emptyInput``.
+    ///
+    /// - Parameters:
+    ///   - operations: the contenders; each gets its own token and returns its future.
+    ///   - until: the token that ends the winner's lifetime (and the race, if still running).
+    /// - Returns: the winner's value.
+    public static func race(
+        _ operations: [@Sendable (CancellationToken) -> Future<Value>],
+        until: CancellationToken
+    ) -> Future<Value> {
+        guard !operations.isEmpty else { return Future(error: FutureError.emptyInput) }
+        guard !until.isCancelled else { return .cancelled }
+        let contest = Contest(count: operations.count)
+        let futures = Swift.zip(operations, contest.sources).map { operation, source in operation(source.token) }
+        let raced = joinRaw(futures, early: { index, outcome in
+            guard outcome.isSuccess else { return nil }
+            contest.winner = index  // under the join's lock, before anyone can see the outcome
+            return outcome
+        }, settle: { outcomes in
+            if outcomes.allSatisfy(\.isCancelled) { return .cancelled }
+            return .failure(JoinError(failures: failuresOf(outcomes)))
+        })
+        // `until` keeps the contest (and so the winner's source) alive until it fires; the
+        // registration is removed once the race ends with no winner to clean up.
+        until.onCancel(unless: contest.noWinner.token) { contest.cancelAll() }
+        raced.storage.register({ _ in contest.decided() }, asConsumer: false)
+        return raced.cancellable(by: until)
+    }
+}
+
+/// The tokens of one `race(_:until:)` and who won.
+private final class Contest: Sendable {
+    let sources: [CancellationSource]
+    /// Cancelled when the race ends without a winner, to drop the registration on `until`.
+    let noWinner = CancellationSource()
+    private let won = Locked<Int?>(nil)
+
+    init(count: Int) { sources = (0..<count).map { _ in CancellationSource() } }
+
+    /// Set once, by the join, when an operation wins.
+    var winner: Int? {
+        get { won.withLock { $0 } }
+        set { won.withLock { $0 = newValue } }
+    }
+
+    /// The race completed: cancel the losers' tokens (every token, if nobody won).
+    func decided() {
+        let winner = winner
+        for (index, source) in sources.enumerated() where index != winner { source.cancel() }
+        if winner == nil { noWinner.cancel() }
+    }
+
+    func cancelAll() {
+        for source in sources { source.cancel() }
+    }
+}
