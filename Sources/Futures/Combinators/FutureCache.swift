@@ -1,0 +1,155 @@
+/// Caches the values of asynchronous fetches by key (FutureKit's `FutureCache`), sharing each
+/// fetch among everyone who asks for the key while it runs.
+///
+/// ```swift
+/// let avatars = FutureCache<String, Data>()
+/// let mine = avatars.value(for: "me", expiresAfter: .seconds(300)) { download("me") }
+/// let again = avatars.value(for: "me") { download("me") }  // shares the same download
+/// ```
+///
+/// - Every caller gets its own future, a consumer of the shared fetch: cancelling one caller's
+///   future cancels only that future; the fetch is cancelled when every caller has cancelled.
+/// - A fetch that fails or is cancelled is evicted, so the next caller fetches again.
+/// - A value expires `expiresAfter` its arrival (measured on the cache's clock); `nil` keeps it
+///   until removed. The next caller after expiry fetches again.
+///
+/// Thread-safe. `fetch` runs on the calling thread, outside the cache's lock, so it may use the
+/// cache for other keys; a fetch must not return a future that waits for its own key (that would
+/// wait for itself).
+public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private let state = Locked(CacheState<Key, Value>())
+    /// Makes a deadline check `lifetime` from now, on the cache's clock.
+    private let deadline: @Sendable (Duration) -> @Sendable () -> Bool
+
+    /// Creates an empty cache.
+    ///
+    /// - Parameter clock: the clock that measures expiry (a manual clock in tests).
+    public init<C: Clock>(clock: C = ContinuousClock()) where C.Duration == Duration {
+        deadline = { lifetime in
+            let end = clock.now.advanced(by: lifetime)
+            return { clock.now >= end }
+        }
+    }
+
+    /// The cached value for `key`, the fetch already running for it, or a new fetch.
+    ///
+    /// - Parameters:
+    ///   - key: what to look up.
+    ///   - expiresAfter: how long a value fetched by this call stays cached once it arrives; `nil`
+    ///     (the default) keeps it until removed. A call that shares a running fetch or finds a
+    ///     cached value does not change its lifetime.
+    ///   - fetch: starts the fetch when there is neither a value nor a fetch running.
+    /// - Returns: this caller's future of the value.
+    public func value(
+        for key: Key,
+        expiresAfter lifetime: Duration? = nil,
+        fetch: () -> Future<Value>
+    ) -> Future<Value> {
+        while true {
+            switch lookUp(key, lifetime: lifetime) {
+            case .cached(let value):
+                return Future(value: value)
+            case .fetch(let promise, let id):
+                let mine = promise.future.map(on: .immediate) { $0 }
+                promise.future.storage.register({ [weak self] outcome in
+                    self?.settle(key, id: id, with: outcome)
+                }, asConsumer: false)
+                promise.complete(with: fetch())
+                return mine
+            case .running(let shared):
+                let mine = shared.map(on: .immediate) { $0 }
+                // Every caller of that fetch cancelled just before this one came: it is gone
+                // (and being evicted), so start again rather than hand out its cancellation.
+                if shared.outcome?.isCancelled == true, mine.outcome?.isCancelled == true { continue }
+                return mine
+            }
+        }
+    }
+
+    /// Forgets `key`'s value, or its running fetch (which goes on for the callers that have it).
+    ///
+    /// - Parameter key: the key to forget.
+    public func removeValue(for key: Key) {
+        let removed = state.withLock { $0.entries.removeValue(forKey: key) }
+        _ = removed  // released outside the lock
+    }
+
+    /// Forgets every value and running fetch.
+    public func removeAll() {
+        let removed = state.withLock { cache in
+            defer { cache.entries = [:] }
+            return cache.entries
+        }
+        _ = removed
+    }
+
+    /// Drops the values that have expired (they are otherwise dropped when next asked for).
+    public func removeExpired() {
+        let removed = state.withLock { cache in
+            let expired = cache.entries.filter { $0.value.isExpired }
+            for key in expired.keys { cache.entries.removeValue(forKey: key) }
+            return expired
+        }
+        _ = removed
+    }
+
+    /// How many keys have a value (expired ones included until dropped) or a running fetch.
+    public var count: Int { state.withLock { $0.entries.count } }
+
+    // MARK: Internals
+
+    private enum Lookup {
+        case cached(Value)
+        case running(Future<Value>)
+        case fetch(Promise<Value>, id: UInt64)
+    }
+
+    private func lookUp(_ key: Key, lifetime: Duration?) -> Lookup {
+        var stale: CacheEntry<Value>?  // released outside the lock
+        defer { _ = stale }
+        return state.withLock { cache in
+            if let entry = cache.entries[key] {
+                if let value = entry.value, !entry.isExpired { return .cached(value) }
+                if entry.value == nil, entry.shared.outcome.map(\.isSuccess) ?? true {
+                    return .running(entry.shared)  // pending, or succeeded and about to be stored
+                }
+                stale = cache.entries.removeValue(forKey: key)  // expired, failed or cancelled
+            }
+            let promise = Promise<Value>()
+            cache.nextID += 1
+            cache.entries[key] = CacheEntry(id: cache.nextID, shared: promise.future, lifetime: lifetime)
+            return .fetch(promise, id: cache.nextID)
+        }
+    }
+
+    /// A fetch finished: keep its value, or evict it.
+    private func settle(_ key: Key, id: UInt64, with outcome: Outcome<Value>) {
+        let evicted: CacheEntry<Value>? = state.withLock { cache in
+            guard let entry = cache.entries[key], entry.id == id else { return nil }  // replaced
+            guard let value = outcome.value else { return cache.entries.removeValue(forKey: key) }
+            cache.entries[key]!.value = value
+            cache.entries[key]!.expired = entry.lifetime.map(deadline)
+            return nil
+        }
+        _ = evicted
+    }
+}
+
+struct CacheState<Key: Hashable, Value: Sendable> {
+    var entries: [Key: CacheEntry<Value>] = [:]
+    var nextID: UInt64 = 0
+}
+
+struct CacheEntry<Value: Sendable> {
+    /// Which fetch made this entry (a removed key may be fetched again while the old fetch runs).
+    let id: UInt64
+    /// The fetch every caller derives its future from; the cache only observes it.
+    let shared: Future<Value>
+    let lifetime: Duration?
+    /// The value, once the fetch succeeded.
+    var value: Value?
+    /// Whether the value has expired; `nil`: never.
+    var expired: (@Sendable () -> Bool)?
+
+    var isExpired: Bool { expired?() ?? false }
+}
