@@ -1,0 +1,105 @@
+import Foundation
+
+/// An `Operation` whose work is a future (FutureKit's `NSOperation` integration): it counts as
+/// running in its `OperationQueue` from when the queue starts it until its ``future`` completes,
+/// so `maxConcurrentOperationCount` limits asynchronous work, and dependencies wait for it.
+///
+/// ```swift
+/// let queue = OperationQueue()
+/// queue.maxConcurrentOperationCount = 2
+/// let thumbnail = FutureOperation { makeThumbnail(of: picture) }
+/// let upload = BlockOperation { print("thumbnail ready") }
+/// upload.addDependency(thumbnail)
+/// queue.addOperations([thumbnail, upload], waitUntilFinished: false)
+/// thumbnail.future.whenSuccess { print("made", $0) }
+/// ```
+///
+/// - Cancelling the operation cancels ``future`` (and so the work, as its consumer); cancelling
+///   ``future`` cancels the operation. Cancelled before it starts, the work never runs.
+/// - The operation finishes as soon as ``future`` completes, whatever the outcome.
+/// - A `FutureOperation` runs once; like any `Operation`, it cannot be added to a queue twice.
+public final class FutureOperation<Value: Sendable>: Operation, @unchecked Sendable {
+    // Safety: the stored properties are `let`s of Sendable types; the mutable run state lives in
+    // `state`, behind its lock. `Operation` itself is thread-safe for the overridden accessors.
+
+    /// The outcome of the operation's work.
+    public var future: Future<Value> { promise.future }
+
+    private let promise: Promise<Value>
+    private let work: @Sendable () -> Future<Value>
+    private let state = Locked(RunState.waiting)
+
+    private enum RunState { case waiting, executing, finished }
+
+    /// Creates an operation that starts `work` when its queue starts it.
+    ///
+    /// - Parameters:
+    ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - work: starts the work and returns its future; runs on the queue's thread.
+    public init(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ work: @escaping @Sendable () -> Future<Value>
+    ) {
+        promise = Promise(file: file, line: line)
+        self.work = work
+        super.init()
+        promise.onCancel { [weak self] in self?.cancel() }
+    }
+
+    public override var isAsynchronous: Bool { true }
+    public override var isExecuting: Bool { state.withLock { $0 == .executing } }
+    public override var isFinished: Bool { state.withLock { $0 == .finished } }
+
+    public override func start() {
+        guard !isCancelled else {
+            promise.cancel()
+            move(to: .finished)
+            return
+        }
+        move(to: .executing)
+        promise.future.storage.register({ [weak self] _ in self?.move(to: .finished) }, asConsumer: false)
+        promise.complete(with: work())
+    }
+
+    public override func cancel() {
+        super.cancel()
+        promise.cancel()
+    }
+
+    /// Moves forward to `next`, telling key-value observers (the queue). Moves are sequential:
+    /// `start` moves to executing before it registers the move to finished.
+    private func move(to next: RunState) {
+        let current = state.withLock { $0 }
+        guard current != next, current != .finished else { return }
+        let keys = current == .executing ? ["isExecuting", "isFinished"] : next == .executing ? ["isExecuting"] : ["isFinished"]
+        for key in keys { willChangeValue(forKey: key) }
+        state.withLock { $0 = next }
+        for key in keys.reversed() { didChangeValue(forKey: key) }
+    }
+}
+
+extension OperationQueue {
+    /// Adds an operation whose work is a future; it occupies one of the queue's slots until that
+    /// future completes (see ``FutureOperation``).
+    ///
+    /// ```swift
+    /// let uploads = OperationQueue()
+    /// uploads.maxConcurrentOperationCount = 1
+    /// let sent = uploads.addFuture { upload(picture) }
+    /// ```
+    ///
+    /// - Parameter work: starts the work and returns its future; runs on the queue's thread.
+    /// - Returns: the work's future; cancelling it cancels the operation.
+    @discardableResult
+    public func addFuture<Value>(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ work: @escaping @Sendable () -> Future<Value>
+    ) -> Future<Value> {
+        let operation = FutureOperation(file: file, line: line, work)
+        addOperation(operation)
+        return operation.future
+    }
+}
