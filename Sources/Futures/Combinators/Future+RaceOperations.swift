@@ -6,7 +6,7 @@ extension Future {
     /// holds: a connection, a file, a subscription.
     ///
     /// ```swift
-    /// let connection = Future.race([
+    /// let connection = Future<Connection>.race([
     ///     { token in connect(to: primary, cancelledBy: token) },
     ///     { token in connect(to: mirror, cancelledBy: token) },
     /// ], until: screen.closed)

@@ -35,7 +35,7 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Parameters:
     ///   - key: what to look up.
-    ///   - expiresAfter: how long a value fetched by this call stays cached once it arrives; `nil`
+    ///   - lifetime: how long a value fetched by this call stays cached once it arrives; `nil`
     ///     (the default) keeps it until removed. A call that shares a running fetch or finds a
     ///     cached value does not change its lifetime.
     ///   - fetch: starts the fetch when there is neither a value nor a fetch running.

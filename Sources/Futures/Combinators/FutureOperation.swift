@@ -90,7 +90,10 @@ extension OperationQueue {
     /// let sent = uploads.addFuture { upload(picture) }
     /// ```
     ///
-    /// - Parameter work: starts the work and returns its future; runs on the queue's thread.
+    /// - Parameters:
+    ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - work: starts the work and returns its future; runs on the queue's thread.
     /// - Returns: the work's future; cancelling it cancels the operation.
     @discardableResult
     public func addFuture<Value>(
