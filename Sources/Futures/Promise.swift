@@ -19,14 +19,15 @@
 /// hangs, and completion handlers still run.
 public final class Promise<Value: Sendable>: Sendable {
     @usableFromInline let storage: FutureStorage<Value>
-    private let file: StaticString
-    private let line: UInt
+    @usableFromInline let file: StaticString
+    @usableFromInline let line: UInt
 
     /// Creates a promise with a pending future.
     ///
     /// - Parameters:
     ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
     ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    @inlinable
     public init(file: StaticString = #fileID, line: UInt = #line) {
         storage = FutureStorage()
         self.file = file
@@ -41,7 +42,13 @@ public final class Promise<Value: Sendable>: Sendable {
     }
 
     deinit {
-        guard storage.isPendingFor(storage) else { return }
+        // A deinit always runs unspecialised: keep the usual path (already completed) free of the
+        // generic work of breaking, which would look up type metadata on entry.
+        if storage.isPendingFor(storage) { breakPromise() }
+    }
+
+    @inline(never)
+    private func breakPromise() {
         let error = FutureError.brokenPromise(file: String(describing: file), line: Int(line))
         storage.complete(.failure(error), from: storage)
     }

@@ -24,6 +24,7 @@ extension Future {
     ///   - futures: the members.
     ///   - policy: what member failures do (``JoinPolicy``).
     /// - Returns: a future of the values.
+    @inlinable
     public static func all<Element>(
         _ futures: some Sequence<Future<Element>>,
         policy: JoinPolicy = .failFast
@@ -53,6 +54,7 @@ extension Future {
     ///
     /// - Parameter futures: the members.
     /// - Returns: a future of the outcomes.
+    @inlinable
     public static func allSettled<Element>(
         _ futures: some Sequence<Future<Element>>
     ) -> Future<[Outcome<Element>]> where Value == [Outcome<Element>] {
@@ -64,6 +66,7 @@ extension Future {
     ///
     /// - Parameter futures: the members.
     /// - Returns: a future of the optional values.
+    @inlinable
     public static func allOrNil<Element>(
         _ futures: some Sequence<Future<Element>>
     ) -> Future<[Element?]> where Value == [Element?] {
@@ -76,6 +79,7 @@ extension Future {
     ///
     /// - Parameter futures: the members.
     /// - Returns: the winner's outcome.
+    @inlinable
     public static func race(_ futures: some Sequence<Future<Value>>) -> Future<Value> {
         let members = Array(futures)
         guard !members.isEmpty else { return Future(error: FutureError.emptyInput) }
@@ -93,6 +97,7 @@ extension Future {
     ///
     /// - Parameter futures: the members.
     /// - Returns: the first success.
+    @inlinable
     public static func any(_ futures: some Sequence<Future<Value>>) -> Future<Value> {
         let members = Array(futures)
         guard !members.isEmpty else { return Future(error: FutureError.emptyInput) }
@@ -110,6 +115,7 @@ extension Future {
 
 extension Future {
     /// A join whose members' outside cancellation counts as ``FutureError/cancelledMember``.
+    @inlinable
     static func join<Element>(
         _ members: [Future<Element>],
         early: (@Sendable (Int, Outcome<Element>) -> Outcome<Value>?)? = nil,
@@ -123,6 +129,7 @@ extension Future {
     /// every member has an outcome and none decided early, `settle` gets them all, in input order.
     /// Once decided, the join withdraws from the members still pending; cancelling the join
     /// withdraws from all of them.
+    @inlinable
     static func joinRaw<Element>(
         _ members: [Future<Element>],
         treatingCancellationAsFailure: Bool = false,
@@ -159,29 +166,33 @@ extension Future {
         return promise.future
     }
 
+    @inlinable
     static func failuresOf<Element>(_ outcomes: [Outcome<Element>]) -> [(index: Int, error: any Error)] {
         outcomes.enumerated().compactMap { index, outcome in outcome.error.map { (index, $0) } }
     }
 }
 
 /// The members' outcomes of one join, recorded from many threads.
+@usableFromInline
 final class JoinState<Element: Sendable>: @unchecked Sendable {
     // Safety: `outcomes`, `decided` and `finished` are only touched under `LockTable.withLock(self)`;
     // `early` runs under it but is library code (the combinators above) that calls no user code.
-    private var outcomes: [Outcome<Element>?]
-    private var decided = 0
-    private var finished = false
+    @usableFromInline var outcomes: [Outcome<Element>?]
+    @usableFromInline var decided = 0
+    @usableFromInline var finished = false
 
+    @usableFromInline
     enum Step<Result> {
         case pending
         case early(Outcome<Result>)
         case settled([Outcome<Element>])
     }
 
-    init(count: Int) { outcomes = Array(repeating: nil, count: count) }
+    @inlinable init(count: Int) { outcomes = Array(repeating: nil, count: count) }
 
     /// Records a member's outcome. Returns `.early` the first time `early` decides, `.settled` with
     /// every outcome when the last member arrives undecided, else `.pending`.
+    @inlinable
     func record<Result>(
         _ outcome: Outcome<Element>,
         at index: Int,
@@ -202,6 +213,7 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
         }
     }
 
+    @inlinable
     func hasOutcome(at index: Int) -> Bool {
         LockTable.withLock(self) { outcomes[index] != nil }
     }

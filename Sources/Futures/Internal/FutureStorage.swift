@@ -355,8 +355,6 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
 
     // MARK: Registering
 
-    @usableFromInline
-    enum RegisterStep { case follow, done, drain, demand }
 
     /// Adds a callback, run once with the outcome (through the drain loop if already complete).
     ///
@@ -447,8 +445,6 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         work?(self)
     }
 
-    @usableFromInline
-    enum HandlerStep { case follow, stored, runNow, drop }
 
     /// Adds a producer cancellation handler; runs it now if the future is already cancelled.
     @inlinable
@@ -759,6 +755,15 @@ final class WeakSource: ConsumerSource, @unchecked Sendable {
 
     @usableFromInline var resolved: (any ConsumerSource)? { target }
 }
+
+/// The next step of a registration loop, decided under a future's lock. Not nested in the generic
+/// class: a nested type is generic too, and unspecialised code would look up its metadata.
+@usableFromInline
+enum RegisterStep { case follow, done, drain, demand }
+
+/// The next step of adding a producer cancellation handler (see ``RegisterStep``).
+@usableFromInline
+enum HandlerStep { case follow, stored, runNow, drop }
 
 @usableFromInline
 enum Cancellation {
