@@ -25,6 +25,7 @@ extension Outcome {
     /// Creates an outcome from a `Result`; a `CancellationError` failure becomes ``cancelled``.
     ///
     /// - Parameter result: the result to convert.
+    @inlinable
     public init<Failure: Error>(_ result: Result<Value, Failure>) {
         switch result {
         case .success(let value): self = .success(value)
@@ -113,7 +114,7 @@ extension Outcome {
     }
 
     /// The same outcome with a cancellation error mapped to ``cancelled`` (the futures' rule D1).
-    @usableFromInline
+    @inlinable
     var normalized: Outcome<Value> {
         if case .failure(let error) = self, error is CancellationError { return .cancelled }
         return self

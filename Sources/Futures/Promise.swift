@@ -54,6 +54,7 @@ public final class Promise<Value: Sendable>: Sendable {
     }
 
     /// The future this promise completes.
+    @inlinable
     public var future: Future<Value> { Future(storage: storage) }
 
     /// Completes the future with a value.
@@ -61,6 +62,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Parameter value: the value.
     /// - Returns: `true` if this call completed the future.
     @discardableResult
+    @inlinable
     public func succeed(_ value: Value) -> Bool {
         storage.complete(.success(value), from: storage)
     }
@@ -70,6 +72,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Parameter error: the error.
     /// - Returns: `true` if this call completed the future.
     @discardableResult
+    @inlinable
     public func fail(_ error: any Error) -> Bool {
         storage.complete(.failure(error), from: storage)
     }
@@ -79,6 +82,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Parameter outcome: the outcome.
     /// - Returns: `true` if this call completed the future.
     @discardableResult
+    @inlinable
     public func complete(_ outcome: Outcome<Value>) -> Bool {
         storage.complete(outcome, from: storage)
     }
@@ -88,6 +92,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Parameter result: the result; a `CancellationError` failure cancels the future.
     /// - Returns: `true` if this call completed the future.
     @discardableResult
+    @inlinable
     public func complete<Failure: Error>(with result: Result<Value, Failure>) -> Bool {
         storage.complete(Outcome(result), from: storage)
     }
@@ -100,6 +105,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// - Parameter other: the future to adopt.
     /// - Returns: `true` if this call decided the future's outcome.
     @discardableResult
+    @inlinable
     public func complete(with other: Future<Value>) -> Bool {
         storage.adopt(other.storage, from: storage)
     }
@@ -116,6 +122,7 @@ public final class Promise<Value: Sendable>: Sendable {
     ///   - error: the handler's error.
     /// - Returns: `true` if this call completed the future.
     @discardableResult
+    @inlinable
     public func complete(value: Value?, error: (any Error)?) -> Bool {
         if let error { return fail(error) }
         if let value { return succeed(value) }
@@ -126,11 +133,13 @@ public final class Promise<Value: Sendable>: Sendable {
     ///
     /// - Returns: `true` if this call cancelled the future.
     @discardableResult
+    @inlinable
     public func cancel() -> Bool {
         storage.cancel()
     }
 
     /// Whether the future was cancelled: check it now and then in long work, and stop early.
+    @inlinable
     public var isCancelled: Bool {
         storage.outcome?.isCancelled ?? false
     }
@@ -146,6 +155,7 @@ public final class Promise<Value: Sendable>: Sendable {
     /// The handler runs on the thread that cancels the future, before the future's callbacks.
     ///
     /// - Parameter handler: the work to do on cancellation.
+    @inlinable
     public func onCancel(_ handler: @escaping @Sendable () -> Void) {
         storage.onCancel(handler)
     }

@@ -139,7 +139,7 @@ extension Future {
         if members.isEmpty { return Future(outcome: settle([])) }
         let promise = Promise<Value>()
         let state = JoinState<Element>(count: members.count)
-        let sources = members.map(\.storage)
+        let sources = members.map { $0.storage }
         for (index, member) in members.enumerated() {
             member.storage.register({ outcome in
                 let outcome = treatingCancellationAsFailure && outcome.isCancelled
@@ -177,9 +177,9 @@ extension Future {
 final class JoinState<Element: Sendable>: @unchecked Sendable {
     // Safety: `outcomes`, `decided` and `finished` are only touched under `LockTable.withLock(self)`;
     // `early` runs under it but is library code (the combinators above) that calls no user code.
-    @usableFromInline var outcomes: [Outcome<Element>?]
-    @usableFromInline var decided = 0
-    @usableFromInline var finished = false
+    @exclusivity(unchecked) @usableFromInline var outcomes: [Outcome<Element>?]
+    @exclusivity(unchecked) @usableFromInline var decided = 0
+    @exclusivity(unchecked) @usableFromInline var finished = false
 
     @usableFromInline
     enum Step<Result> {
