@@ -38,6 +38,16 @@ struct ProgressArticleTests {
         #expect(picture.progress == 1)
     }
 
+    @Test func joinProgress() async throws {
+        let album = Future.all([loadPicture(1), loadPicture(3), loadPicture(4), loadPicture(5)])
+        album.whenProgress { print("album: \(Int($0 * 100))%") }
+        let seen = Recorder<Double>()
+        album.whenProgress(on: .immediate) { seen.append($0) }
+        #expect(try await album.value.map(\.count) == [1, 3, 4, 5])
+        #expect(album.progress == 1)
+        #expect(Set(seen.all).isSubset(of: [0.25, 0.5, 0.75, 1]) && seen.all.last == 1)
+    }
+
     @Test func asyncSequences() async {
         let file = loadFile(at: url)
         for await fraction in file.progressUpdates {

@@ -83,7 +83,7 @@ extension Future {
     public static func race(_ futures: some Sequence<Future<Value>>) -> Future<Value> {
         let members = Array(futures)
         guard !members.isEmpty else { return Future(error: FutureError.emptyInput) }
-        return joinRaw(members, early: { _, outcome in
+        return joinRaw(members, progress: .leading, early: { _, outcome in
             outcome.isCancelled ? nil : outcome
         }, settle: { _ in
             .cancelled  // Only reached when every member was cancelled.
@@ -101,7 +101,7 @@ extension Future {
     public static func any(_ futures: some Sequence<Future<Value>>) -> Future<Value> {
         let members = Array(futures)
         guard !members.isEmpty else { return Future(error: FutureError.emptyInput) }
-        return joinRaw(members, early: { _, outcome in
+        return joinRaw(members, progress: .leading, early: { _, outcome in
             outcome.isSuccess ? outcome : nil
         }, settle: { outcomes in
             // Only reached when no member succeeded.
@@ -133,6 +133,7 @@ extension Future {
     static func joinRaw<Element>(
         _ members: [Future<Element>],
         treatingCancellationAsFailure: Bool = false,
+        progress: JoinMeter.Kind = .mean,
         early: (@Sendable (Int, Outcome<Element>) -> Outcome<Value>?)? = nil,
         settle: @escaping @Sendable ([Outcome<Element>]) -> Outcome<Value>
     ) -> Future<Value> {
@@ -163,12 +164,53 @@ extension Future {
                 Cancellation.withdraw(from: source)
             }
         }
+        // Progress (D9), set up only when someone follows the join's progress.
+        promise.storage.setProgressDemand { target in
+            let meter = JoinMeter(count: sources.count, kind: progress)
+            for (index, source) in sources.enumerated() {
+                source.observeProgress { value, _ in
+                    target.setProgress(meter.record(value, at: index), from: nil)
+                }
+            }
+        }
         return promise.future
     }
 
     @inlinable
     static func failuresOf<Element>(_ outcomes: [Outcome<Element>]) -> [(index: Int, error: any Error)] {
         outcomes.enumerated().compactMap { index, outcome in outcome.error.map { (index, $0) } }
+    }
+}
+
+/// The members' progress of one join: their mean (joins), or the leader's (races).
+@usableFromInline
+final class JoinMeter: @unchecked Sendable {
+    // Safety: `values`, `sum` and `leading` are only touched under `LockTable.withLock(self)`.
+    @usableFromInline
+    enum Kind: Sendable { case mean, leading }
+
+    private let kind: Kind
+    private var values: [Double]
+    private var sum = 0.0
+    private var leading = 0.0
+
+    @usableFromInline
+    init(count: Int, kind: Kind) {
+        self.kind = kind
+        values = Array(repeating: 0, count: count)
+    }
+
+    /// Records member `index`'s progress; returns the join's.
+    @usableFromInline
+    func record(_ value: Double, at index: Int) -> Double {
+        LockTable.withLock(self) {
+            // A member's part never goes backwards either (its producer may lower its own).
+            let part = max(values[index], value)
+            sum += part - values[index]
+            values[index] = part
+            leading = max(leading, value)
+            return kind == .mean ? min(max(sum / Double(values.count), 0), 1) : leading
+        }
     }
 }
 

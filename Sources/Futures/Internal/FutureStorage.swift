@@ -80,6 +80,9 @@ final class Extras<Value: Sendable> {
     /// The work of a `Future.deferred`, started (once) by the first callback registration or
     /// adoption; it gets the future to complete.
     @usableFromInline var onDemand: (@Sendable (FutureStorage<Value>) -> Void)?
+    /// A join's progress source, started (once) when someone first follows this future's
+    /// progress; it gets the future to report to (see ``FutureStorage/setProgressDemand(_:)``).
+    @usableFromInline var onProgressDemand: (@Sendable (FutureStorage<Value>) -> Void)?
 
     @usableFromInline init() {}
 }
@@ -582,6 +585,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     }
                     extras.waitingOn = target.extras?.waitingOn
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
+                    if let demand = target.extras?.onProgressDemand { extras.onProgressDemand = demand }
                     // Progress: the target drives the merged node from now on (composed).
                     var relation = adopter.currentRelation
                     relation.absorb(target.currentRelation)

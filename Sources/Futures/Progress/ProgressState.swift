@@ -116,8 +116,9 @@ final class ProgressState {
 /// A future seen from its downstream, for progress (type-erased: value types differ along a chain).
 @usableFromInline
 protocol ProgressNode: AnyObject, Sendable {
-    /// Marks this future as following its upstream; returns the upstream if it must subscribe now.
-    func beginForwarding() -> (any ProgressNode)?
+    /// Marks this future as following its upstream; returns the upstream if it must subscribe now,
+    /// and the start of this future's own progress source (a join's) if it has not started yet.
+    func beginForwarding() -> (upstream: (any ProgressNode)?, demand: (@Sendable () -> Void)?)
     /// Adds an observer; returns the current progress and its version.
     func addProgressObserver(_ observer: @escaping ProgressObserver) -> (Double, UInt64)
     /// Progress arrived from the upstream `source` this future follows.
@@ -145,18 +146,34 @@ extension FutureStorage: ProgressNode {
         LockTable.withLock(self) { ensureProgress.relation.setWeight(weight) }
     }
 
-    /// The producer reports progress: clamped to 0...1, NaN ignored, ignored once the future is
-    /// complete or when `origin` may no longer complete it. Progress from the producer of a merged
-    /// future (through its link) is the subject's own progress.
+    /// Gives a new, not yet shared, join future its progress source: `demand` runs once, outside
+    /// any lock, when someone first follows this future's progress, and reports through
+    /// ``setProgress(_:from:)`` with no origin. A join's progress never goes backwards.
     @usableFromInline
-    func setProgress(_ raw: Double, from origin: AnyObject) {
+    func setProgressDemand(_ demand: @escaping @Sendable (FutureStorage<Value>) -> Void) {
+        LockTable.withLock(self) {
+            let extras = ensureExtras
+            var relation = extras.progressRelation ?? .initial(combines: combinesProgress)
+            relation.monotonic = true
+            extras.progressRelation = relation
+            extras.onProgressDemand = demand
+        }
+    }
+
+    /// The producer reports progress: clamped to 0...1, NaN ignored, ignored once the future is
+    /// complete or when `origin` may no longer complete it (`nil`: the library's own progress
+    /// source, always allowed). Progress from the producer of a merged future (through its link)
+    /// is the subject's own progress.
+    @usableFromInline
+    func setProgress(_ raw: Double, from origin: AnyObject?) {
         guard !raw.isNaN else { return }
         let incoming = min(max(raw, 0), 1)
         var node = self
         while true {
             let (linked, changed, observers): (Bool, (Double, UInt64)?, [ProgressObserver]) = LockTable.withLock(node) {
                 guard node.phase != .linked else { return (true, nil, []) }
-                guard node.phase == .pending, node.accepts(origin) else { return (false, nil, []) }
+                guard node.phase == .pending else { return (false, nil, []) }
+                if let origin, !node.accepts(origin) { return (false, nil, []) }
                 let state = node.ensureProgress
                 state.relation.ownPart = incoming
                 let changed = state.update()
@@ -197,7 +214,10 @@ extension FutureStorage: ProgressNode {
     /// to a future that already follows its upstream or has none (in a loop).
     static func startFollowing(_ start: any ProgressNode) {
         var node = start
-        while let upstream = node.beginForwarding() {
+        while true {
+            let (next, demand) = node.beginForwarding()
+            demand?()
+            guard let upstream = next else { return }
             let follower = node
             let source = ObjectIdentifier(upstream)
             let (current, version) = upstream.addProgressObserver { value, version in
@@ -212,16 +232,22 @@ extension FutureStorage: ProgressNode {
     }
 
     @usableFromInline
-    func beginForwarding() -> (any ProgressNode)? {
-        LockTable.withLock(self) { () -> (any ProgressNode)? in
-            guard phase == .pending else { return nil }
+    func beginForwarding() -> (upstream: (any ProgressNode)?, demand: (@Sendable () -> Void)?) {
+        let (upstream, demand) = LockTable.withLock(self) {
+            () -> ((any ProgressNode)?, (@Sendable (FutureStorage<Value>) -> Void)?) in
+            guard phase == .pending else { return (nil, nil) }
+            let demand = extras?.onProgressDemand
+            extras?.onProgressDemand = nil
             let state = ensureProgress
-            guard !state.forwarding, let upstream = upstream?.resolved as? any ProgressNode else { return nil }
+            guard !state.forwarding, let upstream = self.upstream?.resolved as? any ProgressNode else { return (nil, demand) }
             state.forwarding = true
             state.followed = ObjectIdentifier(upstream)
             state.followedVersion = 0
-            return upstream
+            return (upstream, demand)
         }
+        guard let demand else { return (upstream, nil) }
+        let start: @Sendable () -> Void = { demand(self) }
+        return (upstream, start)
     }
 
     @usableFromInline
