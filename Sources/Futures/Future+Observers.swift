@@ -24,6 +24,7 @@ extension Future {
 
     @inlinable
     func whenSuccess(hop: Hop, _ body: @escaping @Sendable (Value) -> Void) {
+        if case .inline = hop { return storage.registerInlineSuccess(body) }  // no wrapper to allocate
         storage.register({ outcome in
             if case .success(let value) = outcome { hop.run(value, body) }
         }, asConsumer: false)
@@ -84,6 +85,7 @@ extension Future {
 
     @inlinable
     func whenComplete(hop: Hop, _ body: @escaping @Sendable (Outcome<Value>) -> Void) {
+        if case .inline = hop { return storage.register(body, asConsumer: false) }  // no wrapper
         storage.register({ outcome in hop.run(outcome, body) }, asConsumer: false)
     }
 }

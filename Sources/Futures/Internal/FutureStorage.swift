@@ -2,11 +2,37 @@
 @usableFromInline
 typealias Callback<Value> = @Sendable (Outcome<Value>) -> Void
 
+/// One registered callback: a callback on the outcome, or (stored as is, without a wrapping closure
+/// and so without an allocation) a success handler that runs inline.
+@usableFromInline
+enum CallbackEntry<Value: Sendable> {
+    case outcome(Callback<Value>)
+    case success(@Sendable (Value) -> Void)
+
+    @inlinable
+    func run(with outcome: Outcome<Value>) {
+        switch self {
+        case .outcome(let callback): callback(outcome)
+        case .success(let body): if case .success(let value) = outcome { body(value) }
+        }
+    }
+
+    /// As a plain callback (allocates for a success handler: only when it is not first in a list).
+    @inlinable
+    var callback: Callback<Value> {
+        switch self {
+        case .outcome(let callback): return callback
+        case .success(let body): return { outcome in if case .success(let value) = outcome { body(value) } }
+        }
+    }
+}
+
 /// Callbacks in registration order; the first is stored inline, so a future with one callback
-/// allocates no list (SwiftNIO's `CallbackList` idea).
+/// allocates no list (SwiftNIO's `CallbackList` idea), and a first inline success handler needs no
+/// wrapping closure either.
 @usableFromInline
 struct CallbackList<Value: Sendable> {
-    @usableFromInline var first: Callback<Value>?
+    @usableFromInline var first: CallbackEntry<Value>?
     @usableFromInline var rest: [Callback<Value>] = []
 
     @inlinable init() {}
@@ -14,8 +40,8 @@ struct CallbackList<Value: Sendable> {
     @inlinable var isEmpty: Bool { first == nil }
 
     @inlinable
-    mutating func append(_ callback: @escaping Callback<Value>) {
-        if first == nil { first = callback } else { rest.append(callback) }
+    mutating func append(_ entry: CallbackEntry<Value>) {
+        if first == nil { first = entry } else { rest.append(entry.callback) }
     }
 
     @inlinable
@@ -28,7 +54,7 @@ struct CallbackList<Value: Sendable> {
     @inlinable
     func run(with outcome: Outcome<Value>) {
         guard let first else { return }
-        first(outcome)
+        first.run(with: outcome)
         for callback in rest { callback(outcome) }
     }
 }
@@ -106,6 +132,9 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var phase: Phase
     /// Whether a drain loop owns the callbacks of this completed future.
     @exclusivity(unchecked) @usableFromInline var draining = false
+    /// `immortal`, `consumesUpstream` and `combinesProgress`, packed into the byte left free before
+    /// `consumers` (separate fields cost the object 8 more bytes of padding).
+    @exclusivity(unchecked) @usableFromInline var flags: UInt8 = StorageFlags.consumesUpstream
     /// Futures derived from this one and tasks awaiting it (observers are not consumers).
     @exclusivity(unchecked) @usableFromInline var consumers: Int32 = 0
     @exclusivity(unchecked) @usableFromInline var callbacks = CallbackList<Value>()
@@ -123,12 +152,21 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var upstream: (any ConsumerSource)?
     /// Whether nothing but cancellation can ever complete this future: it is derived from, or
     /// adopted, `never` or another immortal future. Its consumers hold it weakly.
-    @exclusivity(unchecked) @usableFromInline var immortal = false
+    @inlinable var immortal: Bool {
+        get { flags & StorageFlags.immortal != 0 }
+        set { flags = newValue ? flags | StorageFlags.immortal : flags & ~StorageFlags.immortal }
+    }
     /// Whether this future consumes its upstream (a derived future) or only follows it (an
     /// `observe()` branch, which never withdraws from it).
-    @exclusivity(unchecked) @usableFromInline var consumesUpstream = true
+    @inlinable var consumesUpstream: Bool {
+        get { flags & StorageFlags.consumesUpstream != 0 }
+        set { flags = newValue ? flags | StorageFlags.consumesUpstream : flags & ~StorageFlags.consumesUpstream }
+    }
     /// A plain `flatMap`: its progress weighs its source and the adopted future equally.
-    @exclusivity(unchecked) @usableFromInline var combinesProgress = false
+    @inlinable var combinesProgress: Bool {
+        get { flags & StorageFlags.combinesProgress != 0 }
+        set { flags = newValue ? flags | StorageFlags.combinesProgress : flags & ~StorageFlags.combinesProgress }
+    }
     /// Progress, allocated on first use (see ``ProgressState``).
     @exclusivity(unchecked) @usableFromInline var progress: ProgressState?
 
@@ -367,9 +405,16 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     ///     merely observing it. Derived futures use ``register(_:derived:)``.
     @inlinable
     func register(_ callback: @escaping Callback<Value>, asConsumer: Bool) {
-        register(callback, whilePending: { node in
+        register(.outcome(callback), whilePending: { node in
             if asConsumer { node.consumers += 1 }
         }, ifNever: {})
+    }
+
+    /// Adds an observer's success handler that runs inline in the drain loop (`.immediate`),
+    /// stored without a wrapping closure.
+    @inlinable
+    func registerInlineSuccess(_ body: @escaping @Sendable (Value) -> Void) {
+        register(.success(body), whilePending: { _ in }, ifNever: {})
     }
 
     /// Registers `callback` for a future derived from this one: counts it as a consumer and, under
@@ -382,7 +427,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         consumer: Bool = true
     ) {
         derived.consumesUpstream = consumer
-        register(callback, whilePending: { node in
+        register(.outcome(callback), whilePending: { node in
             if consumer { node.consumers += 1 }
             if node.immortal {
                 derived.immortal = true
@@ -399,7 +444,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// the callback, `ifNever` under the lock of `never` (which drops it).
     @inlinable
     func register(
-        _ callback: @escaping Callback<Value>,
+        _ callback: CallbackEntry<Value>,
         whilePending: (FutureStorage<Value>) -> Void,
         ifNever: () -> Void
     ) {
@@ -758,6 +803,15 @@ final class WeakSource: ConsumerSource, @unchecked Sendable {
     }
 
     @usableFromInline var resolved: (any ConsumerSource)? { target }
+}
+
+/// The bits of ``FutureStorage/flags``.
+@usableFromInline
+enum StorageFlags {
+    // Computed, not stored: constants that fold away, with no lazy-global check.
+    @inlinable static var immortal: UInt8 { 1 }
+    @inlinable static var consumesUpstream: UInt8 { 2 }
+    @inlinable static var combinesProgress: UInt8 { 4 }
 }
 
 /// The next step of a registration loop, decided under a future's lock. Not nested in the generic
