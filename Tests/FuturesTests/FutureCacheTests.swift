@@ -116,6 +116,25 @@ struct FutureCacheTests {
         #expect(try await Future.all(all).value == Array(repeating: 7, count: 64))
     }
 
+    @Test func aCallerWhoDidNotCancelNeverGetsACancelledFuture() async {
+        // Per key, one caller asks while another asks and cancels at once, from two threads.
+        let cache = FutureCache<Int, Int>()
+        let fetches = Locked<[Promise<Int>]>([])
+        let kept = Locked<[Future<Int>]>([])
+        DispatchQueue.concurrentPerform(iterations: 4_000) { index in
+            let future = cache.value(for: index / 2) {
+                let promise = Promise<Int>()
+                fetches.withLock { $0.append(promise) }
+                return promise.future
+            }
+            if index % 2 == 0 { kept.withLock { $0.append(future) } } else { future.cancel() }
+        }
+        for promise in fetches.withLock({ $0 }) { promise.succeed(1) }
+        var cancelled = 0
+        for future in kept.withLock({ $0 }) where await future.result.isCancelled { cancelled += 1 }
+        #expect(cancelled == 0)
+    }
+
     @Test func aDroppedCacheReleasesItsEntriesWhileFetchesRun() {
         weak var weakCache: FutureCache<Int, Int>?
         let fetcher = Fetcher()

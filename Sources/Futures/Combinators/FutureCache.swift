@@ -49,18 +49,15 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             switch lookUp(key, lifetime: lifetime) {
             case .cached(let value):
                 return Future(value: value)
-            case .fetch(let promise, let id):
-                let mine = promise.future.map(on: .immediate) { $0 }
-                promise.future.storage.register({ [weak self] outcome in
-                    self?.settle(key, id: id, with: outcome)
-                }, asConsumer: false)
+            case .fetch(let promise, let mine):
                 promise.complete(with: fetch())
                 return mine
             case .running(let shared):
                 let mine = shared.map(on: .immediate) { $0 }
                 // Every caller of that fetch cancelled just before this one came: it is gone
-                // (and being evicted), so start again rather than hand out its cancellation.
-                if shared.outcome?.isCancelled == true, mine.outcome?.isCancelled == true { continue }
+                // (and being evicted), so start again rather than hand out its cancellation. Once
+                // `mine` is registered it keeps the fetch from being cancelled that way.
+                if shared.outcome?.isCancelled == true { continue }
                 return mine
             }
         }
@@ -101,7 +98,8 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     private enum Lookup {
         case cached(Value)
         case running(Future<Value>)
-        case fetch(Promise<Value>, id: UInt64)
+        /// A new fetch to start, and this caller's future of it.
+        case fetch(Promise<Value>, mine: Future<Value>)
     }
 
     private func lookUp(_ key: Key, lifetime: Duration?) -> Lookup {
@@ -115,10 +113,18 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 }
                 stale = cache.entries.removeValue(forKey: key)  // expired, failed or cancelled
             }
+            // The caller's future is registered before the entry is published, so another caller
+            // cancelling its own cannot leave the fetch without consumers (and cancel it) first.
+            // Registering on a new pending future runs no code, so it is safe under this lock.
             let promise = Promise<Value>()
+            let mine = promise.future.map(on: .immediate) { $0 }
             cache.nextID += 1
-            cache.entries[key] = CacheEntry(id: cache.nextID, shared: promise.future, lifetime: lifetime)
-            return .fetch(promise, id: cache.nextID)
+            let id = cache.nextID
+            promise.future.storage.register({ [weak self] outcome in
+                self?.settle(key, id: id, with: outcome)
+            }, asConsumer: false)
+            cache.entries[key] = CacheEntry(id: id, shared: promise.future, lifetime: lifetime)
+            return .fetch(promise, mine: mine)
         }
     }
 
