@@ -91,6 +91,23 @@ struct FutureRaceOperationsTests {
         #expect(until.token.core?.handlerCount == 0, "nothing is left waiting for `until`")
     }
 
+    @Test func aRaceCancelledAsItsWinnerArrivesLeavesNoTokenAlive() {
+        let until = CancellationSource()
+        let contenders = Contenders(2)
+        let race = Future.race(contenders.operations, until: until.token)
+        let trigger = Promise<Void>()
+        trigger.future.whenSuccess(on: .immediate) {
+            // Inside a drain: the success is recorded by the join after this callback returns,
+            // when the race has already been cancelled.
+            contenders.promises[0].succeed(42)
+            _ = race.cancel()
+        }
+        trigger.succeed(())
+        #expect(race.outcome?.isCancelled == true)
+        #expect(contenders.cancelledTokens == [0, 1], "the caller got no value: nothing may live on")
+        #expect(until.token.core?.handlerCount == 0)
+    }
+
     @Test func anAlreadyCancelledUntilStartsNothing() {
         let contenders = Contenders(2)
         let race = Future.race(contenders.operations, until: .cancelled)

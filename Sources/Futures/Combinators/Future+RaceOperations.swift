@@ -42,8 +42,11 @@ extension Future {
         // `until` keeps the contest (and so the winner's source) alive until it fires; the
         // registration is removed once the race ends with no winner to clean up.
         until.onCancel(unless: contest.noWinner.token) { contest.cancelAll() }
-        raced.storage.register({ _ in contest.decided() }, asConsumer: false)
-        return raced.cancellable(by: until)
+        let result = raced.cancellable(by: until)
+        // Decided by what the caller gets: a winner's value, or nothing (then no token survives,
+        // even an operation's that succeeded just as the race was cancelled).
+        result.storage.register({ outcome in contest.decided(won: outcome.isSuccess) }, asConsumer: false)
+        return result
     }
 }
 
@@ -62,9 +65,10 @@ private final class Contest: Sendable {
         set { won.withLock { $0 = newValue } }
     }
 
-    /// The race completed: cancel the losers' tokens (every token, if nobody won).
-    func decided() {
-        let winner = winner
+    /// The race completed, with the winner's value or not: cancel the losers' tokens (every token,
+    /// if the caller got no value).
+    func decided(won: Bool) {
+        let winner = won ? winner : nil
         for (index, source) in sources.enumerated() where index != winner { source.cancel() }
         if winner == nil { noWinner.cancel() }
     }
