@@ -114,4 +114,40 @@ struct FutureDeferredTests {
         }.map(on: .immediate) { $0 }
         #expect(seen.all == [true])
     }
+
+    /// A deferred future whose work returns the next deferred future, 100,000 levels deep.
+    static func countdown(_ n: Int) -> Future<Int> {
+        Future<Int>.deferred { n == 0 ? Future(value: 0) : countdown(n - 1).map(on: .immediate) { $0 + 1 } }
+    }
+
+    @Test func aRecursiveDeferredChainRunsOnASmallStack() {
+        let result = Locked<Int?>(nil)
+        onSmallStack {
+            let future = Self.countdown(100_000)
+            future.whenSuccess(on: .immediate) { value in result.withLock { $0 = value } }
+            _ = future  // dropped here: releasing it must not recurse either
+        }
+        #expect(result.withLock { $0 } == 100_000)
+    }
+
+    @Test func aRecursiveDeferredAdoptionChainRunsOnASmallStack() {
+        // Each level's work returns the next level itself: adoption of a deferred future.
+        @Sendable func levels(_ n: Int) -> Future<Int> {
+            Future<Int>.deferred { n == 0 ? Future(value: 7) : levels(n - 1) }
+        }
+        let result = Locked<Int?>(nil)
+        onSmallStack {
+            levels(100_000).whenSuccess(on: .immediate) { value in result.withLock { $0 = value } }
+        }
+        #expect(result.withLock { $0 } == 7)
+    }
+
+    @Test func aRejectedAdoptionDoesNotStartTheDeferredFuture() {
+        let starts = Counter()
+        let adopter = Promise<Int>()
+        adopter.succeed(1)
+        let deferred = Future<Int>.deferred { starts.increment(); return Future(value: 2) }
+        #expect(!adopter.complete(with: deferred))
+        #expect(starts.value == 0)
+    }
 }

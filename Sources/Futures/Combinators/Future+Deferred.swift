@@ -9,12 +9,17 @@ extension Future {
     /// ```
     ///
     /// What starts it: the first callback (`when…`), transform (`map`, `flatMap`, `observe()`,
-    /// `timeout`…), join, `await`, or adoption by another future. What does not: reading
-    /// ``outcome``, ``isPending`` or ``progress``, observing progress, or cancelling it; a deferred
-    /// future cancelled before it starts never runs `body`.
+    /// `timeout`…), join, `await` (also through ``progressUpdates``, which awaits the outcome), or
+    /// a successful adoption by another future. What does not: reading ``outcome``, ``isPending``
+    /// or ``progress``, `whenProgress`, a rejected adoption, or cancelling it; a deferred future
+    /// cancelled before it starts never runs `body`.
     ///
-    /// `body` runs on the thread that made the first demand, right after that call registered
-    /// (outside every lock), so it must not block; hand slow work to an executor inside it.
+    /// `body` runs on the thread that made the first demand, outside every lock: inside that call,
+    /// or, when the demand is made from inside a callback, right after that callback returns. It
+    /// must not block; hand slow work to an executor inside it. A deferred
+    /// future whose body starts another (a recursive deferred chain) runs in a loop, not by
+    /// recursion. A future adopting a deferred one waits on it rather than merging with it, so
+    /// such chains hold one future per level until they complete.
     ///
     /// - Parameters:
     ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.

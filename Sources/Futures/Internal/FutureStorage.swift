@@ -482,7 +482,9 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Starts the work of a `Future.deferred` that has not started yet (outside any lock).
+    /// Starts the work of a `Future.deferred` that has not started yet (outside any lock), through
+    /// the drain loop: a deferred future whose work starts another one (a recursive deferred chain)
+    /// runs in a loop, not by recursion.
     @usableFromInline
     func startIfDeferred() {
         let work: (@Sendable (FutureStorage<Value>) -> Void)? = LockTable.withLock(self) {
@@ -490,7 +492,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
             extras.onDemand = nil
             return work
         }
-        work?(self)
+        guard let work else { return }
+        Drain.schedule(DrainEntry(node: self, run: { work(unsafeDowncast($0, to: FutureStorage<Value>.self)) }))
     }
 
 
@@ -585,14 +588,14 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     ///
     /// If `inner` has no consumer of its own, it is merged into this future (it becomes a link to
     /// it, and its callbacks and handlers move here), so chains of adoptions, like a recursive
-    /// `flatMap` loop, never grow. Otherwise this future waits on `inner` as its consumer. Either
+    /// `flatMap` loop, never grow. Otherwise (or if `inner` is a deferred future not started yet,
+    /// which it then starts) this future waits on `inner` as its consumer. Either
     /// way the two join one union-find set; adopting a future of one's own set closes a cycle, and
     /// the future fails with ``FutureError/cycle``.
     ///
     /// - Returns: `true` if this call was allowed to complete the future.
     @usableFromInline @discardableResult
     func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
-        inner.root().startIfDeferred()  // adopting is consuming: a deferred inner future starts now
         var root = self
         var released: (CallbackList<Value>, Extras<Value>?) = (CallbackList(), nil)
         // Strong references taken under the adoption lock; released after it, because releasing
@@ -619,7 +622,7 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     adopter.ensureExtras.completer = Extras<Value>.nobody  // nothing completes it now
                     adopter.immortal = true
                     return .accepted
-                case .pending where target.consumers == 0:
+                case .pending where target.consumers == 0 && target.extras?.onDemand == nil:
                     // Merge: `target` becomes a link to `adopter`, which takes over its state.
                     let extras = adopter.ensureExtras
                     if let targetExtras = target.extras, let completer = targetExtras.completer {
@@ -664,6 +667,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     target.mayHoldChain = true
                     return .accepted
                 case .pending:
+                    // Also a deferred target that has not started: it keeps its own identity (its
+                    // work completes it) and starts when the adopter registers on it, below.
                     target.consumers += 1
                     let extras = adopter.ensureExtras
                     let token = CompleterToken()
