@@ -59,6 +59,15 @@ struct FutureOperationTests {
         #expect(runs.value == 0 && operation.isFinished)
     }
 
+    @Test func startingTwiceRunsTheWorkOnce() async throws {
+        let runs = Counter()
+        let operation = FutureOperation { Future(value: runs.increment()) }
+        operation.start()
+        operation.start()
+        #expect(try await operation.future.value == 1)
+        #expect(runs.value == 1 && operation.isFinished)
+    }
+
     @Test func cancellingTheFutureCancelsTheOperationAndItsWork() async {
         let queue = OperationQueue()
         let work = Promise<Int>()

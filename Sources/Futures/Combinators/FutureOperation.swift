@@ -28,6 +28,8 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
     private let promise: Promise<Value>
     private let work: @Sendable () -> Future<Value>
     private let state = Locked(RunState.waiting)
+    /// Set by the first `start()`: the work runs at most once, even if `start()` is called again.
+    private let started = Locked(false)
 
     private enum RunState { case waiting, executing, finished }
 
@@ -53,6 +55,7 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
     public override var isFinished: Bool { state.withLock { $0 == .finished } }
 
     public override func start() {
+        guard started.withLock({ started in defer { started = true }; return !started }) else { return }
         guard !isCancelled else {
             promise.cancel()
             move(to: .finished)
@@ -60,6 +63,8 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
         }
         move(to: .executing)
         promise.future.storage.register({ [weak self] _ in self?.move(to: .finished) }, asConsumer: false)
+        // Cancelled since the check above (from another thread): finish without running the work.
+        guard !promise.isCancelled else { return }
         promise.complete(with: work())
     }
 
