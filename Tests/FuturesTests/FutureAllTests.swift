@@ -171,4 +171,55 @@ struct FutureAllTests {
             #expect(value != nil)
         }
     }
+
+    // MARK: Members that can never complete
+
+    @Test func aJoinOfNeverStaysPendingAndIsNotABrokenPromise() {
+        let all = Future<[Int]>.all([Future<Int>.never])
+        #expect(all.isPending)
+        let p = Promise<Int>()
+        let mixed = Future.all([Future<Int>.never, p.future])
+        p.succeed(1)
+        #expect(mixed.isPending, "only `never` is left: it can never complete, and never breaks")
+        let q = Promise<Int>()
+        let race = Future.race([Future<Int>.never, q.future])
+        q.future.cancel()
+        #expect(race.isPending)
+        let settled = Future.allSettled([Future<Int>.never.map(on: .immediate) { $0 }])
+        #expect(settled.isPending)
+    }
+
+    @Test func aJoinWithANeverMemberStillDecidesEarlyAndCanBeCancelled() {
+        let p = Promise<Int>()
+        let failing = Future.all([Future<Int>.never, p.future])
+        p.fail(TestError(code: 5))
+        #expect((failing.outcome?.error as? TestError)?.code == 5)
+        let q = Promise<Int>()
+        let cancelled = Future.all([Future<Int>.never, q.future])
+        #expect(cancelled.cancel())
+        #expect(q.isCancelled)
+    }
+
+    @Test func anUnreferencedJoinOverANeverRootedMemberIsFreed() {
+        weak var weakJoin: FutureStorage<[Int]>?
+        weak var weakMember: FutureStorage<Int>?
+        do {
+            let member = Future<Int>.never.map(on: .immediate) { $0 + 1 }
+            let join = Future.all([member])
+            weakJoin = join.storage
+            weakMember = member.storage
+        }
+        #expect(weakMember == nil)
+        #expect(weakJoin == nil)
+    }
+
+    @Test func aNeverRootedMemberCancelledFromOutsideIsCountedAgain() {
+        let member = Future<Int>.never.map(on: .immediate) { $0 }
+        let p = Promise<Int>()
+        let all = Future.allSettled([member, p.future])
+        #expect(member.cancel())
+        #expect(all.isPending, "p is still pending")
+        p.succeed(2)
+        #expect(all.outcome?.value?.map(\.isCancelled) == [true, false])
+    }
 }

@@ -139,8 +139,13 @@ extension Future {
     ) -> Future<Value> {
         if members.isEmpty { return Future(outcome: settle([])) }
         let promise = Promise<Value>()
-        let state = JoinState<Element>(count: members.count)
-        let sources = members.map { $0.storage }
+        // Members that nothing but cancellation can complete (`never`, or rooted in it) are held
+        // weakly, like any consumer holds them, and the join knows it can never settle on them.
+        let neverLike = members.map { $0.storage.isNeverLike }
+        let state = JoinState<Element>(count: members.count, neverLike: neverLike)
+        let sources: [any ConsumerSource] = Swift.zip(members, neverLike).map { member, never in
+            never ? WeakSource(member.storage) as any ConsumerSource : member.storage
+        }
         for (index, member) in members.enumerated() {
             member.storage.register({ outcome in
                 let outcome = treatingCancellationAsFailure && outcome.isCancelled
@@ -150,6 +155,9 @@ extension Future {
                 case .pending: return
                 case .early(let early): decision = early
                 case .settled(let outcomes): decision = settle(outcomes)
+                case .never:
+                    promise.complete(with: .never)  // only members that can never complete are left
+                    return
                 }
                 if promise.complete(decision) {
                     // Withdraw from the members still pending: the join no longer needs them.
@@ -159,6 +167,7 @@ extension Future {
                 }
             }, asConsumer: true)
         }
+        if state.onlyNeverLeft() { promise.complete(with: .never) }
         promise.onCancel {
             for (other, source) in sources.enumerated() where !state.hasOutcome(at: other) {
                 Cancellation.withdraw(from: source)
@@ -168,7 +177,7 @@ extension Future {
         promise.storage.setProgressDemand { target in
             let meter = JoinMeter(count: sources.count, kind: progress)
             for (index, source) in sources.enumerated() {
-                source.observeProgress { value, _ in
+                (source.resolved as? FutureStorage<Element>)?.observeProgress { value, _ in
                     target.setProgress(meter.record(value, at: index), from: nil)
                 }
             }
@@ -222,15 +231,36 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var outcomes: [Outcome<Element>?]
     @exclusivity(unchecked) @usableFromInline var decided = 0
     @exclusivity(unchecked) @usableFromInline var finished = false
+    /// Which members are never-like (`nil`: none), and how many of those have no outcome.
+    @usableFromInline let neverLike: [Bool]?
+    @exclusivity(unchecked) @usableFromInline var neverLikeUndecided: Int
 
     @usableFromInline
     enum Step<Result> {
         case pending
         case early(Outcome<Result>)
         case settled([Outcome<Element>])
+        /// Undecided, and only never-like members are left: the join can never complete.
+        case never
     }
 
-    @inlinable init(count: Int) { outcomes = Array(repeating: nil, count: count) }
+    @inlinable init(count: Int, neverLike: [Bool]) {
+        outcomes = Array(repeating: nil, count: count)
+        let undecided = neverLike.lazy.filter { $0 }.count
+        self.neverLike = undecided > 0 ? neverLike : nil
+        neverLikeUndecided = undecided
+    }
+
+    /// After registering: whether only never-like members are left undecided (then the join
+    /// is finished: it can never complete).
+    @inlinable
+    func onlyNeverLeft() -> Bool {
+        LockTable.withLock(self) {
+            guard !finished, neverLikeUndecided > 0, decided + neverLikeUndecided == outcomes.count else { return false }
+            finished = true
+            return true
+        }
+    }
 
     /// Records a member's outcome. Returns `.early` the first time `early` decides, `.settled` with
     /// every outcome when the last member arrives undecided, else `.pending`.
@@ -244,9 +274,14 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
             guard !finished, outcomes[index] == nil else { return .pending }
             outcomes[index] = outcome
             decided += 1
+            if neverLike?[index] == true { neverLikeUndecided -= 1 }  // cancelled: never-like no more
             if let decision = early?(index, outcome) {
                 finished = true
                 return .early(decision)
+            }
+            if neverLikeUndecided > 0, decided + neverLikeUndecided == outcomes.count {
+                finished = true
+                return .never
             }
             guard decided == outcomes.count else { return .pending }
             finished = true
