@@ -139,15 +139,11 @@ extension Future {
     ) -> Future<Value> {
         if members.isEmpty { return Future(outcome: settle([])) }
         let promise = Promise<Value>()
-        // Members that nothing but cancellation can complete (`never`, or rooted in it) are held
-        // weakly, like any consumer holds them, and the join knows it can never settle on them.
-        let neverLike = members.map { $0.storage.isNeverLike }
-        let state = JoinState<Element>(count: members.count, neverLike: neverLike)
-        let sources: [any ConsumerSource] = Swift.zip(members, neverLike).map { member, never in
-            never ? WeakSource(member.storage) as any ConsumerSource : member.storage
-        }
+        let state = JoinState<Element>(members)
+        var neverLike: [Int] = []  // members nothing but cancellation can complete
         for (index, member) in members.enumerated() {
-            member.storage.register({ outcome in
+            var isNeverLike = false
+            member.storage.register(.outcome({ outcome in
                 let outcome = treatingCancellationAsFailure && outcome.isCancelled
                     ? .failure(FutureError.cancelledMember) : outcome
                 let decision: Outcome<Value>
@@ -161,23 +157,28 @@ extension Future {
                 }
                 if promise.complete(decision) {
                     // Withdraw from the members still pending: the join no longer needs them.
-                    for (other, source) in sources.enumerated() where !state.hasOutcome(at: other) {
-                        Cancellation.withdraw(from: source)
-                    }
+                    for source in state.pendingMembers() { Cancellation.withdraw(from: source) }
                 }
-            }, asConsumer: true)
+            }), whilePending: { node in
+                node.consumers += 1
+                isNeverLike = node.immortal
+            }, ifNever: {
+                isNeverLike = true
+            })
+            if isNeverLike { neverLike.append(index) }
         }
-        if state.onlyNeverLeft() { promise.complete(with: .never) }
+        // Never-like members are held weakly, as any consumer holds them; if only they are left,
+        // the join can never complete: it becomes never-like too (rather than a broken promise).
+        if !neverLike.isEmpty, state.holdWeakly(neverLike) { promise.complete(with: .never) }
         promise.onCancel {
-            for (other, source) in sources.enumerated() where !state.hasOutcome(at: other) {
-                Cancellation.withdraw(from: source)
-            }
+            for source in state.pendingMembers() { Cancellation.withdraw(from: source) }
         }
         // Progress (D9), set up only when someone follows the join's progress.
+        let count = members.count  // not `members`: the join must not hold never-like ones strongly
         promise.storage.setProgressDemand { target in
-            let meter = JoinMeter(count: sources.count, kind: progress)
-            for (index, source) in sources.enumerated() {
-                (source.resolved as? FutureStorage<Element>)?.observeProgress { value, _ in
+            let meter = JoinMeter(count: count, kind: progress)
+            for (index, member) in state.allMembers() {
+                member.observeProgress { value, _ in
                     target.setProgress(meter.record(value, at: index), from: nil)
                 }
             }
@@ -223,17 +224,23 @@ final class JoinMeter: @unchecked Sendable {
     }
 }
 
-/// The members' outcomes of one join, recorded from many threads.
+/// The members of one join and their outcomes, recorded from many threads.
 @usableFromInline
 final class JoinState<Element: Sendable>: @unchecked Sendable {
-    // Safety: `outcomes`, `decided` and `finished` are only touched under `LockTable.withLock(self)`;
-    // `early` runs under it but is library code (the combinators above) that calls no user code.
+    // Safety: every field is only touched under `LockTable.withLock(self)` (`neverLike` and
+    // `neverLikeUndecided` are set once, under it, after registration); `early` runs under it but is
+    // library code (the combinators above) that calls no user code. References are released
+    // outside the lock.
     @exclusivity(unchecked) @usableFromInline var outcomes: [Outcome<Element>?]
     @exclusivity(unchecked) @usableFromInline var decided = 0
     @exclusivity(unchecked) @usableFromInline var finished = false
+    /// The members, to withdraw from: strongly held, except never-like ones (`nil` here, weakly
+    /// held in `weakMembers`).
+    @exclusivity(unchecked) @usableFromInline var members: [FutureStorage<Element>?]
+    @exclusivity(unchecked) @usableFromInline var weakMembers: [Int: WeakSource] = [:]
     /// Which members are never-like (`nil`: none), and how many of those have no outcome.
-    @usableFromInline let neverLike: [Bool]?
-    @exclusivity(unchecked) @usableFromInline var neverLikeUndecided: Int
+    @exclusivity(unchecked) @usableFromInline var neverLike: [Bool]?
+    @exclusivity(unchecked) @usableFromInline var neverLikeUndecided = 0
 
     @usableFromInline
     enum Step<Result> {
@@ -244,18 +251,30 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
         case never
     }
 
-    @inlinable init(count: Int, neverLike: [Bool]) {
-        outcomes = Array(repeating: nil, count: count)
-        let undecided = neverLike.lazy.filter { $0 }.count
-        self.neverLike = undecided > 0 ? neverLike : nil
-        neverLikeUndecided = undecided
+    @inlinable init(_ members: [Future<Element>]) {
+        outcomes = Array(repeating: nil, count: members.count)
+        // Mapped straight to optionals: converting a whole array to optionals casts each element.
+        self.members = members.map { Optional($0.storage) }
     }
 
-    /// After registering: whether only never-like members are left undecided (then the join
-    /// is finished: it can never complete).
+    /// After registering: hold the never-like members (`indices`) weakly. Returns whether only they
+    /// are left undecided (the join is then finished: it can never complete).
     @inlinable
-    func onlyNeverLeft() -> Bool {
-        LockTable.withLock(self) {
+    func holdWeakly(_ indices: [Int]) -> Bool {
+        var released: [FutureStorage<Element>?] = []  // the strong references, dropped after the lock
+        defer { _ = released }
+        return LockTable.withLock(self) {
+            var flags = Array(repeating: false, count: outcomes.count)
+            for index in indices {
+                flags[index] = true
+                if let member = members[index] {
+                    weakMembers[index] = WeakSource(member)
+                    released.append(member)
+                    members[index] = nil
+                }
+                if outcomes[index] == nil { neverLikeUndecided += 1 }
+            }
+            neverLike = flags
             guard !finished, neverLikeUndecided > 0, decided + neverLikeUndecided == outcomes.count else { return false }
             finished = true
             return true
@@ -263,7 +282,8 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Records a member's outcome. Returns `.early` the first time `early` decides, `.settled` with
-    /// every outcome when the last member arrives undecided, else `.pending`.
+    /// every outcome when the last member arrives undecided, `.never` when only never-like members
+    /// are left, else `.pending`.
     @inlinable
     func record<Result>(
         _ outcome: Outcome<Element>,
@@ -290,8 +310,25 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// The members with no outcome yet, to withdraw from.
     @inlinable
-    func hasOutcome(at index: Int) -> Bool {
-        LockTable.withLock(self) { outcomes[index] != nil }
+    func pendingMembers() -> [any ConsumerSource] {
+        LockTable.withLock(self) {
+            outcomes.indices.compactMap { index -> (any ConsumerSource)? in
+                guard outcomes[index] == nil else { return nil }
+                return members[index] ?? weakMembers[index]
+            }
+        }
+    }
+
+    /// Every member still alive, with its index (for progress).
+    @inlinable
+    func allMembers() -> [(Int, FutureStorage<Element>)] {
+        LockTable.withLock(self) {
+            members.indices.compactMap { index -> (Int, FutureStorage<Element>)? in
+                if let member = members[index] { return (index, member) }
+                return (weakMembers[index]?.resolved as? FutureStorage<Element>).map { (index, $0) }
+            }
+        }
     }
 }

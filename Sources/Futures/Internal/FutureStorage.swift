@@ -791,20 +791,6 @@ protocol ConsumerSource: AnyObject, Sendable {
 
 extension FutureStorage: ConsumerSource {
     @usableFromInline var resolved: (any ConsumerSource)? { self }
-
-    /// Whether nothing but cancellation can ever complete this future: it is `never`, or rooted in
-    /// it. Its consumers hold it weakly (a ``WeakSource``).
-    @inlinable var isNeverLike: Bool {
-        var node = self
-        while true {
-            let (linked, neverLike) = LockTable.withLock(node) {
-                (node.phase == .linked, node.phase == .never || node.immortal)
-            }
-            if !linked { return neverLike }
-            node = node.root()
-        }
-    }
-
 }
 
 /// A weak reference to an immortal future, for its consumers: nothing else keeps an unreferenced
