@@ -146,18 +146,16 @@ extension Future {
             member.storage.register(.outcome({ outcome in
                 let outcome = treatingCancellationAsFailure && outcome.isCancelled
                     ? .failure(FutureError.cancelledMember) : outcome
-                let decision: Outcome<Value>
                 switch state.record(outcome, at: index, early: early) {
-                case .pending: return
-                case .early(let early): decision = early
-                case .settled(let outcomes): decision = settle(outcomes)
+                case .pending:
+                    return
+                case .early(let decision):
+                    // Withdraw from the members still pending: the join no longer needs them.
+                    if promise.complete(decision) { state.withdrawFromPending() }
+                case .settled(let outcomes):
+                    promise.complete(settle(outcomes))  // every member has an outcome: none pending
                 case .never:
                     promise.complete(with: .never)  // only members that can never complete are left
-                    return
-                }
-                if promise.complete(decision) {
-                    // Withdraw from the members still pending: the join no longer needs them.
-                    for source in state.pendingMembers() { Cancellation.withdraw(from: source) }
                 }
             }), whilePending: { node in
                 node.consumers += 1
@@ -170,9 +168,7 @@ extension Future {
         // Never-like members are held weakly, as any consumer holds them; if only they are left,
         // the join can never complete: it becomes never-like too (rather than a broken promise).
         if !neverLike.isEmpty, state.holdWeakly(neverLike) { promise.complete(with: .never) }
-        promise.onCancel {
-            for source in state.pendingMembers() { Cancellation.withdraw(from: source) }
-        }
+        promise.onCancel { state.withdrawFromPending() }
         // Progress (D9), set up only when someone follows the join's progress.
         let count = members.count  // not `members`: the join must not hold never-like ones strongly
         promise.storage.setProgressDemand { target in
@@ -310,15 +306,17 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// The members with no outcome yet, to withdraw from.
+    /// Withdraws the join from the members with no outcome yet (taken under the lock, withdrawn
+    /// from outside it).
     @inlinable
-    func pendingMembers() -> [any ConsumerSource] {
-        LockTable.withLock(self) {
+    func withdrawFromPending() {
+        let pending = LockTable.withLock(self) {
             outcomes.indices.compactMap { index -> (any ConsumerSource)? in
                 guard outcomes[index] == nil else { return nil }
                 return members[index] ?? weakMembers[index]
             }
         }
+        for member in pending { Cancellation.withdraw(from: member) }
     }
 
     /// Every member still alive, with its index (for progress).
