@@ -153,20 +153,22 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// Whether nothing but cancellation can ever complete this future: it is derived from, or
     /// adopted, `never` or another immortal future. Its consumers hold it weakly.
     @inlinable var immortal: Bool {
-        get { flags & StorageFlags.immortal != 0 }
-        set { flags = newValue ? flags | StorageFlags.immortal : flags & ~StorageFlags.immortal }
+        get { flag(StorageFlags.immortal) }
+        set { setFlag(StorageFlags.immortal, newValue) }
     }
     /// Whether this future consumes its upstream (a derived future) or only follows it (an
     /// `observe()` branch, which never withdraws from it).
     @inlinable var consumesUpstream: Bool {
-        get { flags & StorageFlags.consumesUpstream != 0 }
-        set { flags = newValue ? flags | StorageFlags.consumesUpstream : flags & ~StorageFlags.consumesUpstream }
+        get { flag(StorageFlags.consumesUpstream) }
+        set { setFlag(StorageFlags.consumesUpstream, newValue) }
     }
     /// A plain `flatMap`: its progress weighs its source and the adopted future equally.
     @inlinable var combinesProgress: Bool {
-        get { flags & StorageFlags.combinesProgress != 0 }
-        set { flags = newValue ? flags | StorageFlags.combinesProgress : flags & ~StorageFlags.combinesProgress }
+        get { flag(StorageFlags.combinesProgress) }
+        set { setFlag(StorageFlags.combinesProgress, newValue) }
     }
+    @inlinable func flag(_ bit: UInt8) -> Bool { flags & bit != 0 }
+    @inlinable func setFlag(_ bit: UInt8, _ on: Bool) { flags = on ? flags | bit : flags & ~bit }
     /// Progress, allocated on first use (see ``ProgressState``).
     @exclusivity(unchecked) @usableFromInline var progress: ProgressState?
 
@@ -396,7 +398,6 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
 
     // MARK: Registering
 
-
     /// Adds a callback, run once with the outcome (through the drain loop if already complete).
     ///
     /// - Parameters:
@@ -495,7 +496,6 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         guard let work else { return }
         Drain.schedule(DrainEntry(node: self, run: { work(unsafeDowncast($0, to: FutureStorage<Value>.self)) }))
     }
-
 
     /// Adds a producer cancellation handler; runs it now if the future is already cancelled.
     @inlinable
