@@ -103,6 +103,18 @@ func measure(_ benchmark: Benchmark, _ body: () throws -> Void) rethrows {
     benchmark.measurement(wakeups, voluntaryContextSwitches() - before)
 }
 
+/// ``measure(_:_:)`` for round trips, one per scaled iteration: `start` sets one off, and whatever
+/// ends it signals the semaphore it is given.
+func measureRoundTrips(_ benchmark: Benchmark, _ start: (DispatchSemaphore) -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    measure(benchmark) {
+        for _ in benchmark.scaledIterations {
+            start(done)
+            done.wait()
+        }
+    }
+}
+
 /// ``measure(_:_:)`` for async work.
 func measureAsync(_ benchmark: Benchmark, _ body: () async throws -> Void) async rethrows {
     let before = voluntaryContextSwitches()
@@ -152,82 +164,58 @@ func scenarioA() {
     // a1: the callback is registered from the benchmark's thread, the promise completed on
     // `completerQueue`, the callback runs on `callbackQueue` and wakes the benchmark thread.
     Benchmark("a1.pending+callback [round trip] futures", configuration: perThousand) { benchmark in
-        let done = DispatchSemaphore(value: 0)
-        measure(benchmark) {
-            for _ in benchmark.scaledIterations {
-                let promise = Promise<Int>()
-                promise.future.whenSuccess(on: .queue(callbackQueue)) { _ in done.signal() }
-                completerQueue.async { promise.succeed(1) }
-                done.wait()
-            }
+        measureRoundTrips(benchmark) { done in
+            let promise = Promise<Int>()
+            promise.future.whenSuccess(on: .queue(callbackQueue)) { _ in done.signal() }
+            completerQueue.async { promise.succeed(1) }
         }
     }
 
     Benchmark("a1.pending+callback [round trip] GCD", configuration: perThousand) { benchmark in
-        let done = DispatchSemaphore(value: 0)
-        measure(benchmark) {
-            for _ in benchmark.scaledIterations {
-                completerQueue.async {
-                    callbackQueue.async { done.signal() }
-                }
-                done.wait()
+        measureRoundTrips(benchmark) { done in
+            completerQueue.async {
+                callbackQueue.async { done.signal() }
             }
         }
     }
 
     // NIO registers a callback made off its loop by hopping onto the loop first.
     Benchmark("a1.pending+callback [round trip] NIO", configuration: perThousand) { benchmark in
-        let done = DispatchSemaphore(value: 0)
-        measure(benchmark) {
-            for _ in benchmark.scaledIterations {
-                let promise = nioLoop.makePromise(of: Int.self)
-                promise.futureResult.whenSuccess { _ in done.signal() }
-                completerQueue.async { promise.succeed(1) }
-                done.wait()
-            }
+        measureRoundTrips(benchmark) { done in
+            let promise = nioLoop.makePromise(of: Int.self)
+            promise.futureResult.whenSuccess { _ in done.signal() }
+            completerQueue.async { promise.succeed(1) }
         }
     }
 
     // a2: everything starts on the callback's own queue/loop (NIO's home turf): make the promise
     // and register the callback there, complete it from another queue, run the callback there.
     Benchmark("a2.pending+callback, registered on q [round trip] futures", configuration: perThousand) { benchmark in
-        let done = DispatchSemaphore(value: 0)
-        measure(benchmark) {
-            for _ in benchmark.scaledIterations {
-                callbackQueue.async {
-                    let promise = Promise<Int>()
-                    promise.future.whenSuccess(on: .queue(callbackQueue)) { _ in done.signal() }
-                    completerQueue.async { promise.succeed(1) }
-                }
-                done.wait()
+        measureRoundTrips(benchmark) { done in
+            callbackQueue.async {
+                let promise = Promise<Int>()
+                promise.future.whenSuccess(on: .queue(callbackQueue)) { _ in done.signal() }
+                completerQueue.async { promise.succeed(1) }
             }
         }
     }
 
     Benchmark("a2.pending+callback, registered on q [round trip] GCD", configuration: perThousand) { benchmark in
-        let done = DispatchSemaphore(value: 0)
-        measure(benchmark) {
-            for _ in benchmark.scaledIterations {
-                callbackQueue.async {
-                    completerQueue.async {
-                        callbackQueue.async { done.signal() }
-                    }
+        measureRoundTrips(benchmark) { done in
+            callbackQueue.async {
+                completerQueue.async {
+                    callbackQueue.async { done.signal() }
                 }
-                done.wait()
             }
         }
     }
 
     Benchmark("a2.pending+callback, registered on q [round trip] NIO", configuration: perThousand) { benchmark in
-        let done = DispatchSemaphore(value: 0)
-        measure(benchmark) {
-            for _ in benchmark.scaledIterations {
-                nioLoop.execute {
-                    let promise = nioLoop.makePromise(of: Int.self)
-                    promise.futureResult.whenSuccess { _ in done.signal() }
-                    completerQueue.async { promise.succeed(1) }
-                }
-                done.wait()
+        measureRoundTrips(benchmark) { done in
+            nioLoop.execute {
+                let promise = nioLoop.makePromise(of: Int.self)
+                promise.futureResult.whenSuccess { _ in done.signal() }
+                completerQueue.async { promise.succeed(1) }
             }
         }
     }
