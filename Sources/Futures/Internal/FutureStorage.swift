@@ -40,7 +40,7 @@ struct CallbackList<Value: Sendable> {
     @inlinable var isEmpty: Bool { first == nil }
 
     @inlinable
-    mutating func append(_ entry: CallbackEntry<Value>) {
+    mutating func append(_ entry: consuming CallbackEntry<Value>) {
         if first == nil { first = entry } else { rest.append(entry.callback) }
     }
 
@@ -307,22 +307,22 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
         work.withdraw = work.cancelled && consumesUpstream
         swap(&work.upstream, &upstream)
         if let taken = extras {
-            if work.cancelled { work.cancelHandlers = taken.cancelHandlers }
             work.extras = taken
             extras = nil
         }
-        if let progress {
-            (work.progressObservers, work.finalProgress) = progress.complete(success: outcome.isSuccess)
-        }
+        if let progress { work.progress = progress.complete(success: outcome.isSuccess) }
     }
 
     /// The work after a completion, outside the lock: producer cancellation handlers, callbacks.
     /// Returns the upstream to withdraw from, if the future was cancelled.
     @inlinable
     func afterCompletion(_ work: inout CompletionWork) -> (any ConsumerSource)? {
-        for handler in work.cancelHandlers { handler() }
-        if let (value, version) = work.finalProgress {
-            for observer in work.progressObservers { observer(value, version) }
+        // The extras box was detached under the lock, so nothing else reaches it now.
+        if work.cancelled, let extras = work.extras {
+            for handler in unsafeDowncast(extras, to: Extras<Value>.self).cancelHandlers { handler() }
+        }
+        if let (observers, final) = work.progress, let (value, version) = final {
+            for observer in observers { observer(value, version) }
         }
         if work.drain { scheduleDrain() }
         return work.withdraw ? work.upstream : nil
@@ -431,11 +431,12 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// the callback, `ifNever` under the lock of `never` (which drops it).
     @inlinable
     func register(
-        _ callback: CallbackEntry<Value>,
+        _ callback: consuming CallbackEntry<Value>,
         whilePending: (FutureStorage<Value>) -> Void,
         ifNever: () -> Void
     ) {
         var node = self
+        var entry: CallbackEntry<Value>? = consume callback  // moved into the list, not copied
         while true {
             let step: RegisterStep = LockTable.withLock(node) {
                 switch node.phase {
@@ -445,12 +446,12 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     ifNever()
                     return .done  // immortal: the callback can never run, so it is not kept
                 case .pending:
-                    node.callbacks.append(callback)
+                    node.callbacks.append(entry.take()!)
                     node.mayHoldChain = true
                     whilePending(node)
                     return node.extras?.onDemand == nil ? .done : .demand
                 case .completed:
-                    node.callbacks.append(callback)
+                    node.callbacks.append(entry.take()!)
                     if node.draining { return .done }
                     node.draining = true
                     return .drain
@@ -834,13 +835,11 @@ struct CompletionWork {
     @usableFromInline var withdraw = false
     /// The upstream, taken out to be released after the lock (and withdrawn from if cancelled).
     @usableFromInline var upstream: (any ConsumerSource)?
-    /// The extras box, taken out to be released after the lock.
+    /// The extras box (with the producer's cancellation handlers), detached to be used and released
+    /// after the lock.
     @usableFromInline var extras: AnyObject?
-    /// The producer's cancellation handlers, if cancelled.
-    @usableFromInline var cancelHandlers: [@Sendable () -> Void] = []
-    /// Progress observers, moved out: told the final value (if any), then released.
-    @usableFromInline var progressObservers: [ProgressObserver] = []
-    @usableFromInline var finalProgress: (Double, UInt64)?
+    /// Progress observers, moved out: told the final value and version (if any), then released.
+    @usableFromInline var progress: (observers: [ProgressObserver], final: (Double, UInt64)?)?
 
     @inlinable init() {}
 }

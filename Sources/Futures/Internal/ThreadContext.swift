@@ -58,13 +58,10 @@ final class ThreadContext {
     }()
 
     /// This thread's context, created on first use and released when the thread exits.
-    @usableFromInline
-    static var current: ThreadContext {
-        if let pointer = pthread_getspecific(key) {
-            return Unmanaged<ThreadContext>.fromOpaque(pointer).takeUnretainedValue()
-        }
-        let context = ThreadContext()
-        pthread_setspecific(key, Unmanaged.passRetained(context).toOpaque())
+    static var current: Unmanaged<ThreadContext> {
+        if let pointer = pthread_getspecific(key) { return Unmanaged.fromOpaque(pointer) }
+        let context = Unmanaged.passRetained(ThreadContext())
+        pthread_setspecific(key, context.toOpaque())
         return context
     }
 
@@ -83,44 +80,52 @@ final class ThreadContext {
 @usableFromInline
 enum Drain {
     @usableFromInline
-    static func schedule(_ entry: DrainEntry) {
-        let context = ThreadContext.current
-        if context.isDraining {
-            context.drainQueue.append(entry)
-            return
-        }
-        context.isDraining = true
-        entry.run(entry.node)
-        while context.drainHead < context.drainQueue.count {
-            let next: DrainEntry
-            if context.drainHead == context.drainQueue.count - 1 {
-                // The last entry waiting (in a chain, the only one): pop it in O(1) and drop the
-                // consumed entries before it.
-                next = context.drainQueue.removeLast()
-                if context.drainHead > 0 { context.drainQueue.removeAll(keepingCapacity: true) }
-                context.drainHead = 0
-            } else {
-                next = context.drainQueue[context.drainHead]
-                context.drainHead += 1
-                if context.drainHead >= 4096, context.drainHead * 2 >= context.drainQueue.count {
-                    context.drainQueue.removeFirst(context.drainHead)
-                    context.drainHead = 0
-                }
-            }
-            next.run(next.node)
-        }
-        if context.drainQueue.capacity > 4096 { context.drainQueue = [] }
-        context.isDraining = false
+    static func schedule(_ entry: consuming DrainEntry) {
+        // Unretained: the thread-specific slot keeps the context alive until the thread exits.
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        context.schedule(entry)
     }
 
     /// Runs `job` with `executor` recorded as the one running on this thread.
     @usableFromInline
     static func run(on executor: any Executor, _ job: () -> Void) {
-        let context = ThreadContext.current
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
         let saved = context.currentExecutor
         context.currentExecutor = executor
         job()
         context.currentExecutor = saved
+    }
+}
+
+extension ThreadContext {
+    /// See ``Drain/schedule(_:)``.
+    func schedule(_ entry: consuming DrainEntry) {
+        if isDraining {
+            drainQueue.append(entry)
+            return
+        }
+        isDraining = true
+        entry.run(entry.node)
+        while drainHead < drainQueue.count {
+            let next: DrainEntry
+            if drainHead == drainQueue.count - 1 {
+                // The last entry waiting (in a chain, the only one): pop it in O(1) and drop the
+                // consumed entries before it.
+                next = drainQueue.removeLast()
+                if drainHead > 0 { drainQueue.removeAll(keepingCapacity: true) }
+                drainHead = 0
+            } else {
+                next = drainQueue[drainHead]
+                drainHead += 1
+                if drainHead >= 4096, drainHead * 2 >= drainQueue.count {
+                    drainQueue.removeFirst(drainHead)
+                    drainHead = 0
+                }
+            }
+            next.run(next.node)
+        }
+        if drainQueue.capacity > 4096 { drainQueue = [] }
+        isDraining = false
     }
 }
 
@@ -136,7 +141,7 @@ enum DeferredRelease {
     /// - Parameter take: moves the payload out of its owner and returns it; called exactly once.
     @usableFromInline
     static func release(_ take: () -> Any) {
-        let context = ThreadContext.current
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
         if context.isReleasing {
             context.releaseQueue.append(take())
             return
