@@ -43,13 +43,19 @@ extension Future {
         let derived = FutureStorage<NewValue>()
         if let progressWeight { derived.setProgressWeight(progressWeight) }
         if combinesProgress { derived.combinesProgress = true }  // not shared yet: no lock needed
-        storage.register({ outcome in
-            if handles.matches(outcome), case .executor(let executor) = hop {
-                executor.execute { derived.settle(body(outcome)) }
-            } else {
-                derived.settle(body(outcome))
-            }
-        }, derived: derived)
+        switch hop {
+        case .inline:
+            // A callback that captures no executor: smaller, and nothing to check when it runs.
+            storage.register({ outcome in derived.settle(body(outcome)) }, derived: derived)
+        case .executor(let executor):
+            storage.register({ outcome in
+                if handles.matches(outcome) {
+                    executor.execute { derived.settle(body(outcome)) }
+                } else {
+                    derived.settle(body(outcome))
+                }
+            }, derived: derived)
+        }
         return Future<NewValue>(storage: derived)
     }
 
@@ -75,20 +81,18 @@ extension Future {
     @inlinable
     func map<NewValue>(hop: Hop, _ transform: @escaping @Sendable (Value) throws -> NewValue) -> Future<NewValue> {
         let derived = FutureStorage<NewValue>()
-        storage.register({ outcome in
-            switch outcome {
-            case .success(let value):
-                if case .executor(let executor) = hop {
+        switch hop {
+        case .inline:
+            storage.register({ outcome in derived.complete(outcome.then(transform), from: derived) }, derived: derived)
+        case .executor(let executor):
+            storage.register({ outcome in
+                if case .success(let value) = outcome {
                     executor.execute { derived.complete(Outcome { try transform(value) }, from: derived) }
                 } else {
-                    derived.complete(Outcome { try transform(value) }, from: derived)
+                    derived.complete(outcome.then(transform), from: derived)  // passes through, inline
                 }
-            case .failure(let error):
-                derived.complete(.failure(error), from: derived)
-            case .cancelled:
-                derived.complete(.cancelled, from: derived)
-            }
-        }, derived: derived)
+            }, derived: derived)
+        }
         return Future<NewValue>(storage: derived)
     }
 

@@ -37,6 +37,7 @@ extension Outcome {
     /// `CancellationError`.
     ///
     /// - Parameter body: the work whose result becomes the outcome.
+    @inlinable
     public init(catching body: () throws -> Value) {
         do {
             self = .success(try body())
@@ -46,12 +47,13 @@ extension Outcome {
     }
 
     /// A failure, or ``cancelled`` if `error` is a `CancellationError`.
-    @usableFromInline
+    @inlinable
     init(failure error: any Error) {
         self = error is CancellationError ? .cancelled : .failure(error)
     }
 
     /// This outcome as a `Result`; ``cancelled`` becomes `.failure(CancellationError())`.
+    @inlinable
     public var result: Result<Value, any Error> {
         switch self {
         case .success(let value): .success(value)
@@ -63,6 +65,7 @@ extension Outcome {
     /// The value, or throws the error (`CancellationError` when cancelled).
     ///
     /// - Returns: the success value.
+    @inlinable
     public func get() throws -> Value {
         switch self {
         case .success(let value): return value
@@ -72,30 +75,35 @@ extension Outcome {
     }
 
     /// The value if this is a success, else `nil`.
+    @inlinable
     public var value: Value? {
         if case .success(let value) = self { return value }
         return nil
     }
 
     /// The error if this is a failure, else `nil` (a cancelled outcome has no error).
+    @inlinable
     public var error: (any Error)? {
         if case .failure(let error) = self { return error }
         return nil
     }
 
     /// Whether this is ``success(_:)``.
+    @inlinable
     public var isSuccess: Bool {
         if case .success = self { return true }
         return false
     }
 
     /// Whether this is ``failure(_:)``.
+    @inlinable
     public var isFailure: Bool {
         if case .failure = self { return true }
         return false
     }
 
     /// Whether this is ``cancelled``.
+    @inlinable
     public var isCancelled: Bool {
         if case .cancelled = self { return true }
         return false
@@ -105,9 +113,21 @@ extension Outcome {
     ///
     /// - Parameter transform: maps the success value.
     /// - Returns: the transformed outcome.
+    @inlinable
     public func map<NewValue>(_ transform: (Value) throws -> NewValue) rethrows -> Outcome<NewValue> {
         switch self {
         case .success(let value): .success(try transform(value))
+        case .failure(let error): .failure(error)
+        case .cancelled: .cancelled
+        }
+    }
+
+    /// The outcome of `transform` on a value (an error it throws fails it, a `CancellationError`
+    /// cancels it); failures and cancellation pass through without calling it.
+    @inlinable
+    func then<NewValue>(_ transform: (Value) throws -> NewValue) -> Outcome<NewValue> {
+        switch self {
+        case .success(let value): Outcome<NewValue> { try transform(value) }
         case .failure(let error): .failure(error)
         case .cancelled: .cancelled
         }

@@ -34,6 +34,60 @@ struct FutureObserversTests {
         #expect(recorder.all == Array(0..<100))
     }
 
+    @Test func callbacksRegisteredByARunningCallbackRunAfterTheBatchInOrder() {
+        // The drain owns the future's callback list while it runs; registrations made meanwhile
+        // (here from inside the batch, also on `.immediate`) wait for the batch, then run in order.
+        let promise = Promise<Int>()
+        let future = promise.future
+        let recorder = Recorder<String>()
+        future.whenSuccess(on: .immediate) { _ in
+            recorder.append("a")
+            future.whenSuccess(on: .immediate) { _ in
+                recorder.append("late 1")
+                future.whenSuccess(on: .immediate) { _ in recorder.append("later") }
+            }
+            future.whenSuccess(on: .immediate) { _ in recorder.append("late 2") }
+        }
+        future.whenSuccess(on: .immediate) { _ in recorder.append("b") }
+        promise.succeed(1)
+        #expect(recorder.all == ["a", "b", "late 1", "late 2", "later"])
+        future.whenSuccess(on: .immediate) { _ in recorder.append("after the drain") }
+        #expect(recorder.all.last == "after the drain")
+    }
+
+    @Test func registrationsRacingADrainEachRunExactlyOnceAndInOrderPerThread() async {
+        // Threads register on a completed future while other threads' drains of it run; every
+        // callback runs exactly once, and each thread's callbacks in its registration order.
+        let threads = 4
+        let perThread = 500
+        for _ in 0..<20 {
+            let promise = Promise<Int>()
+            let future = promise.future
+            let recorder = Recorder<Int>()
+            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                let group = DispatchGroup()
+                for thread in 0..<threads {
+                    group.enter()
+                    DispatchQueue.global().async {
+                        for index in 0..<perThread {
+                            if thread == 0 && index == perThread / 2 { promise.succeed(0) }
+                            future.whenSuccess(on: .immediate) { _ in recorder.append(thread * perThread + index) }
+                        }
+                        group.leave()
+                    }
+                }
+                group.notify(queue: .global()) { finished.resume() }
+            }
+            let seen = recorder.all
+            #expect(seen.count == threads * perThread)
+            #expect(Set(seen).count == threads * perThread)
+            for thread in 0..<threads {
+                let mine = seen.filter { $0 / perThread == thread }
+                #expect(mine == mine.sorted())
+            }
+        }
+    }
+
     @Test func callbacksOnASerialQueueRunInRegistrationOrder() async {
         let queue = DispatchQueue(label: "order")
         let promise = Promise<Int>()

@@ -97,6 +97,9 @@ final class Extras<Value: Sendable> {
     }
     /// The producer's `onCancel` handlers.
     @usableFromInline var cancelHandlers: [@Sendable () -> Void] = []
+    /// Callbacks registered on a completed future while its drain runs (see
+    /// ``FutureStorage/drain()``); the drain owner takes them after its current batch.
+    @usableFromInline var lateCallbacks = CallbackList<Value>()
     /// The future this one waits for after adopting it without merging: its union-find parent for
     /// cycle detection (compressed as it is walked).
     @usableFromInline weak var waitingOn: FutureStorage<Value>?
@@ -113,6 +116,21 @@ final class Extras<Value: Sendable> {
     @usableFromInline init() {}
 }
 
+/// Holds a future's outcome. It is a generic base class whose parameter is the outcome's own type
+/// (`Outcome<Value>`) so that freeing a future needs no type-metadata lookup: a deinit always runs
+/// unspecialised, and destroying a field of type `Outcome<Value>` declared in `FutureStorage<Value>`
+/// asks the runtime for `Outcome<Value>`'s metadata (a hash-table lookup, about 10% of a
+/// `.immediate` map step), whereas a field whose type is a generic parameter finds its metadata in
+/// the class's own metadata.
+@usableFromInline
+class OutcomeSlot<Stored> {
+    /// The outcome, meaningful only once the future is completed (read it through
+    /// ``FutureStorage/result``); guarded like every field of ``FutureStorage``.
+    @exclusivity(unchecked) @usableFromInline final var storedOutcome: Stored
+
+    @inlinable init(storedOutcome: Stored) { self.storedOutcome = storedOutcome }
+}
+
 /// The shared state of a future and its promise.
 ///
 /// Rules that keep it correct: every field is only touched under the future's stripe lock
@@ -120,17 +138,17 @@ final class Extras<Value: Sendable> {
 /// reference is released under that lock (payloads are moved out first); a pending future's
 /// `completer` says who may complete it.
 @usableFromInline
-final class FutureStorage<Value: Sendable>: @unchecked Sendable {
+final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Sendable {
     // Safety: all fields are guarded by the stripe lock of `self` (see above), or accessed in
     // `deinit`, when no other reference exists. Stored callbacks and handlers are `@Sendable`.
     // The runtime exclusivity check is redundant under the lock and cost more than the lock, so
     // it is turned off field by field.
 
     /// Whether `deinit` may have a chain of futures to release (pending callbacks or a link).
-    /// First, so unspecialised code reads it at a fixed offset without type metadata.
     @exclusivity(unchecked) @usableFromInline var mayHoldChain = false
     @exclusivity(unchecked) @usableFromInline var phase: Phase
-    /// Whether a drain loop owns the callbacks of this completed future.
+    /// Whether a drain loop owns the callbacks of this completed future (then only that loop
+    /// touches `callbacks`; see ``drain()``).
     @exclusivity(unchecked) @usableFromInline var draining = false
     /// `immortal`, `consumesUpstream` and `combinesProgress`, packed into the byte left free before
     /// `consumers` (separate fields cost the object 8 more bytes of padding).
@@ -138,10 +156,8 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// Futures derived from this one and tasks awaiting it (observers are not consumers).
     @exclusivity(unchecked) @usableFromInline var consumers: Int32 = 0
     @exclusivity(unchecked) @usableFromInline var callbacks = CallbackList<Value>()
-    /// The outcome, meaningful only once `phase == .completed` (read it through ``result``). Not
-    /// optional: the deinit runs unspecialised, and destroying an `Outcome<Value>?` costs it one more
-    /// type-metadata lookup than an `Outcome<Value>` (about 8% of a `.immediate` map step).
-    @exclusivity(unchecked) @usableFromInline var storedOutcome: Outcome<Value>
+    // The outcome is `storedOutcome`, in the base class (see ``OutcomeSlot``); it is not optional,
+    // since `phase` says whether it is meaningful.
     /// The outcome, or `nil` unless completed (caller holds the lock).
     @inlinable var result: Outcome<Value>? { phase == .completed ? storedOutcome : nil }
     /// The future this one was merged into (`phase == .linked`).
@@ -180,19 +196,19 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     /// A pending future.
     @inlinable init() {
         phase = .pending
-        storedOutcome = .cancelled
+        super.init(storedOutcome: .cancelled)
     }
 
     /// A completed future.
     @inlinable init(outcome: Outcome<Value>) {
         phase = .completed
-        storedOutcome = outcome
+        super.init(storedOutcome: outcome)
     }
 
     /// The immortal future.
     @inlinable init(never: Void) {
         phase = .never
-        storedOutcome = .cancelled
+        super.init(storedOutcome: .cancelled)
     }
 
     deinit {
@@ -365,20 +381,29 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Runs the callbacks, then any registered while they ran, until none are left.
+    ///
+    /// The caller owns the drain (it set `draining`, or received the future from whoever did,
+    /// through this thread's drain queue). While `draining` is set, `callbacks` belongs to the owner
+    /// alone: registrations go to `extras.lateCallbacks` instead. So the owner takes the first batch
+    /// and reads the (final) outcome without the lock, and locks once per batch only to take the
+    /// late callbacks or to give up ownership.
     @inlinable
     func drain() {
+        var batch = CallbackList<Value>()
+        swap(&batch, &callbacks)
+        let outcome = storedOutcome
         while true {
-            var batch = CallbackList<Value>()
-            let outcome: Outcome<Value>? = LockTable.withLock(self) {
-                if callbacks.isEmpty {
-                    draining = false
-                    return nil
-                }
-                swap(&batch, &callbacks)
-                return result
-            }
-            guard let outcome else { return }
             batch.run(with: outcome)
+            batch = CallbackList()  // released here, outside the lock
+            let more: Bool = LockTable.withLock(self) {
+                guard let extras, !extras.lateCallbacks.isEmpty else {
+                    draining = false
+                    return false
+                }
+                swap(&batch, &extras.lateCallbacks)
+                return true
+            }
+            guard more else { return }
         }
     }
 
@@ -451,8 +476,12 @@ final class FutureStorage<Value: Sendable>: @unchecked Sendable {
                     whilePending(node)
                     return node.extras?.onDemand == nil ? .done : .demand
                 case .completed:
+                    if node.draining {
+                        // The drain owner reads `callbacks` without the lock; it takes these next.
+                        node.ensureExtras.lateCallbacks.append(entry.take()!)
+                        return .done
+                    }
                     node.callbacks.append(entry.take()!)
-                    if node.draining { return .done }
                     node.draining = true
                     return .drain
                 }
