@@ -140,24 +140,25 @@ extension Future {
         if members.isEmpty { return Future(outcome: settle([])) }
         let promise = Promise<Value>()
         let state = JoinState<Element>(members)
+        let sink = MemberSink<Element> { outcome, index in
+            let outcome = treatingCancellationAsFailure && outcome.isCancelled
+                ? .failure(FutureError.cancelledMember) : outcome
+            switch state.record(outcome, at: index, early: early) {
+            case .pending:
+                return
+            case .early(let decision):
+                // Withdraw from the members still pending: the join no longer needs them.
+                if promise.complete(decision) { state.withdrawFromPending() }
+            case .settled(let outcomes):
+                promise.complete(settle(outcomes))  // every member has an outcome: none pending
+            case .never:
+                promise.complete(with: .never)  // only members that can never complete are left
+            }
+        }
         var neverLike: [Int] = []  // members nothing but cancellation can complete
         for (index, member) in members.enumerated() {
             var isNeverLike = false
-            member.storage.register(.outcome({ outcome in
-                let outcome = treatingCancellationAsFailure && outcome.isCancelled
-                    ? .failure(FutureError.cancelledMember) : outcome
-                switch state.record(outcome, at: index, early: early) {
-                case .pending:
-                    return
-                case .early(let decision):
-                    // Withdraw from the members still pending: the join no longer needs them.
-                    if promise.complete(decision) { state.withdrawFromPending() }
-                case .settled(let outcomes):
-                    promise.complete(settle(outcomes))  // every member has an outcome: none pending
-                case .never:
-                    promise.complete(with: .never)  // only members that can never complete are left
-                }
-            }), whilePending: { node in
+            member.storage.register(.member(sink, index: index), whilePending: { node in
                 node.consumers += 1
                 isNeverLike = node.immortal
             }, ifNever: {
