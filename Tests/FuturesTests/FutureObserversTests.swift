@@ -55,6 +55,19 @@ struct FutureObserversTests {
         #expect(recorder.all.last == "after the drain")
     }
 
+    @Test func aCallbackRegisteredOnACompletedFutureFromItsOwnCallbackRunsAfterIt() {
+        // Off a drain loop, a registration on a completed future runs at once; one made from inside
+        // that callback waits until it returns (no recursion, order kept).
+        let future = Future(value: 1)
+        let recorder = Recorder<String>()
+        future.whenSuccess(on: .immediate) { _ in
+            recorder.append("a")
+            future.whenSuccess(on: .immediate) { _ in recorder.append("c") }
+            recorder.append("b")
+        }
+        #expect(recorder.all == ["a", "b", "c"])
+    }
+
     @Test func registrationsRacingADrainEachRunExactlyOnceAndInOrderPerThread() async {
         // Threads register on a completed future while other threads' drains of it run; every
         // callback runs exactly once, and each thread's callbacks in its registration order.

@@ -148,9 +148,11 @@ class OutcomeSlot<Stored> {
 /// The shared state of a future and its promise.
 ///
 /// Rules that keep it correct: every field is only touched under the future's stripe lock
-/// (`LockTable.withLock(self)`, or both futures' locks for a merge); no user code runs and no last
-/// reference is released under that lock (payloads are moved out first); a pending future's
-/// `completer` says who may complete it.
+/// (`LockTable.withLock(self)`, or both futures' locks for a merge), with one exception: while
+/// `draining` is set, `callbacks` belongs to the drain owner, which reads it (and the final
+/// outcome) without the lock (see ``drain()``); no user code runs and no last reference is released
+/// under that lock (payloads are moved out first); a pending future's `completer` says who may
+/// complete it.
 @usableFromInline
 final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Sendable {
     // Safety: all fields are guarded by the stripe lock of `self` (see above), or accessed in
@@ -419,8 +421,9 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
 
     /// Runs the callbacks, then any registered while they ran, until none are left.
     ///
-    /// The caller owns the drain (it set `draining`, or received the future from whoever did,
-    /// through this thread's drain queue). While `draining` is set, `callbacks` belongs to the owner
+    /// The caller owns the drain: it set `draining` on this thread and runs this on this thread,
+    /// directly or through this thread's drain queue (`Drain.schedule` never hands an entry to
+    /// another thread; handing a drain to an executor would break the lock-free reads below). While `draining` is set, `callbacks` belongs to the owner
     /// alone: registrations go to `extras.lateCallbacks` instead. So the owner takes the first batch
     /// and reads the (final) outcome without the lock, and locks once per batch only to take the
     /// late callbacks or to give up ownership.
@@ -531,18 +534,40 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
                     ensureExtras.lateCallbacks.append(entry.take()!)
                     return .done
                 }
-                callbacks.append(entry.take()!)
-                draining = true
-                return .drain
+                return .idle  // every callback registered before this one has run
             }
         }
         switch step {
         case .follow: return false
         case .done: break
-        case .drain: scheduleDrain()
         case .demand: startIfDeferred()
+        case .idle: runOnIdle(entry.take()!)
         }
         return true
+    }
+
+    /// Runs a callback registered on this completed, idle future. Off a drain loop it runs at once,
+    /// as this thread's drain loop, without taking ownership of the list (so no second lock to give
+    /// it back): registrations racing it are concurrent, so no order binds them. Inside a drain loop
+    /// it queues behind the running callback, as a drain of its own (or behind a drain that started
+    /// meanwhile). Out of line, so that the registration path stays small enough to inline.
+    @inlinable @inline(never)
+    func runOnIdle(_ callback: CallbackEntry<Value>) {
+        if !Drain.isRunningHere {
+            let outcome = storedOutcome  // final once completed; read after the lock that saw it so
+            Drain.runAsLoop { callback.run(with: outcome) }
+            return
+        }
+        let start: Bool = LockTable.withLock(self) {
+            if draining {
+                ensureExtras.lateCallbacks.append(callback)
+                return false
+            }
+            callbacks.append(callback)
+            draining = true
+            return true
+        }
+        if start { scheduleDrain() }
     }
 
     /// Starts the work of a `Future.deferred` that has not started yet (outside any lock), through
@@ -883,7 +908,7 @@ enum StorageFlags {
 /// The next step of a registration loop, decided under a future's lock. Not nested in the generic
 /// class: a nested type is generic too, and unspecialised code would look up its metadata.
 @usableFromInline
-enum RegisterStep { case follow, done, drain, demand }
+enum RegisterStep { case follow, done, demand, idle }
 
 /// The next step of adding a producer cancellation handler (see ``RegisterStep``).
 @usableFromInline

@@ -67,8 +67,11 @@ final class ThreadContext {
 
     /// This thread's context if it has one (does not create it).
     static var existing: ThreadContext? {
-        pthread_getspecific(key).map { Unmanaged<ThreadContext>.fromOpaque($0).takeUnretainedValue() }
+        existingPointer.map { Unmanaged<ThreadContext>.fromOpaque($0).takeUnretainedValue() }
     }
+
+    /// The address of this thread's context, if it has one.
+    static var existingPointer: UnsafeMutableRawPointer? { pthread_getspecific(key) }
 }
 
 /// The trampoline that keeps callback chains off the stack.
@@ -84,6 +87,21 @@ enum Drain {
         // Unretained: the thread-specific slot keeps the context alive until the thread exits.
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
         context.schedule(entry)
+    }
+
+    /// Whether a drain loop is running on this thread (then new work must queue behind it).
+    @usableFromInline
+    static var isRunningHere: Bool {
+        guard let pointer = ThreadContext.existingPointer else { return false }
+        return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.isDraining }
+    }
+
+    /// Runs `body` as this thread's drain loop: what it completes queues behind it and runs after
+    /// it returns. The caller checked ``isRunningHere`` is `false`.
+    @usableFromInline
+    static func runAsLoop(_ body: () -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        context.runLoop(body)
     }
 
     /// Runs `job` with `executor` recorded as the one running on this thread.
@@ -106,6 +124,18 @@ extension ThreadContext {
         }
         isDraining = true
         entry.run(entry.node)
+        runQueued()
+    }
+
+    /// Runs `first`, then every entry queued meanwhile (see ``Drain``).
+    func runLoop(_ first: () -> Void) {
+        isDraining = true
+        first()
+        runQueued()
+    }
+
+    /// Runs the queued entries, and those they queue, in FIFO order; then ends the loop.
+    private func runQueued() {
         while drainHead < drainQueue.count {
             let next: DrainEntry
             if drainHead == drainQueue.count - 1 {
