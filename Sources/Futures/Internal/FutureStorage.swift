@@ -503,6 +503,17 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ) {
         var entry: CallbackEntry<Value>? = consume callback  // moved into the list, not copied
         if attemptRegister(&entry, whilePending: whilePending, ifNever: ifNever) { return }
+        registerFollowingLinks(&entry, whilePending: whilePending, ifNever: ifNever)
+    }
+
+    /// ``register(_:whilePending:ifNever:)`` on a future that was merged into another (out of
+    /// line, which keeps the usual path small enough to inline).
+    @inlinable @inline(never)
+    func registerFollowingLinks(
+        _ entry: inout CallbackEntry<Value>?,
+        whilePending: (FutureStorage<Value>) -> Void,
+        ifNever: () -> Void
+    ) {
         var node = root()
         while !node.attemptRegister(&entry, whilePending: whilePending, ifNever: ifNever) { node = node.root() }
     }
