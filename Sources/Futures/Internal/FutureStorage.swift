@@ -79,8 +79,9 @@ struct CallbackList<Value: Sendable> {
 ///            complete / cancel           drain loop ran the last callback
 /// pending ─────────────────▶ completed ◀──────────────────────────────┐
 ///    │                       (draining) ──────────────────────────────┘ (idle; a registration on an
-///    │ adopted, with no consumer of its own, by another future           idle completed future
-///    └──────────────▶ linked: every call is forwarded to `link`          starts draining again)
+///    │ adopted, with no consumer of its own, by another future           idle completed future runs
+///    └──────────────▶ linked: every call is forwarded to `link`          at once, or, inside a drain
+///                                                                        loop, starts draining again)
 /// never: immortal; stores no callbacks, cannot complete or be cancelled.
 /// ```
 @usableFromInline
@@ -423,10 +424,11 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ///
     /// The caller owns the drain: it set `draining` on this thread and runs this on this thread,
     /// directly or through this thread's drain queue (`Drain.schedule` never hands an entry to
-    /// another thread; handing a drain to an executor would break the lock-free reads below). While `draining` is set, `callbacks` belongs to the owner
-    /// alone: registrations go to `extras.lateCallbacks` instead. So the owner takes the first batch
-    /// and reads the (final) outcome without the lock, and locks once per batch only to take the
-    /// late callbacks or to give up ownership.
+    /// another thread; handing a drain to an executor would break the lock-free reads below).
+    /// While `draining` is set, `callbacks` belongs to the owner alone: registrations go to
+    /// `extras.lateCallbacks` instead. So the owner takes the first batch and reads the (final)
+    /// outcome without the lock, and locks once per batch only to take the late callbacks or to
+    /// give up ownership.
     @inlinable
     func drain() {
         var batch = CallbackList<Value>()
