@@ -328,21 +328,29 @@ func scenarioB() {
 // The member futures are collected with a closure, not a key path (`map(\.future)`): projecting
 // through a `KeyPath` costs about 40 ns per element in both contenders, which is not join cost.
 
+/// One `Future.all` over `size` new promises, completed in equal slices, one slice per queue in
+/// `completers`; returns when the join has completed.
+func joinOnce(size: Int, completedFrom completers: [DispatchQueue], done: DispatchSemaphore) {
+    let promises = (0..<size).map { _ in Promise<Int>() }
+    let all = Future.all(promises.map { $0.future })
+    all.whenComplete(on: .immediate) { outcome in
+        precondition(outcome.value?.count == size)
+        done.signal()
+    }
+    let slice = size / completers.count
+    for (number, queue) in completers.enumerated() {
+        let end = number == completers.count - 1 ? size : (number + 1) * slice
+        queue.async { for index in number * slice..<end { promises[index].succeed(index) } }
+    }
+    done.wait()
+}
+
 func scenarioC() {
     Benchmark("c.all of 1000 [member] futures", configuration: perThousand) { benchmark in
         let done = DispatchSemaphore(value: 0)
         let count = benchmark.scaledIterations.count
-        let half = count / 2
         measure(benchmark) {
-            let promises = (0..<count).map { _ in Promise<Int>() }
-            let all = Future.all(promises.map { $0.future })
-            all.whenComplete(on: .immediate) { outcome in
-                precondition(outcome.value?.count == count)
-                done.signal()
-            }
-            completerQueue.async { for index in 0..<half { promises[index].succeed(index) } }
-            completerQueue2.async { for index in half..<count { promises[index].succeed(index) } }
-            done.wait()
+            joinOnce(size: count, completedFrom: [completerQueue, completerQueue2], done: done)
         }
     }
 
@@ -352,14 +360,7 @@ func scenarioC() {
         let done = DispatchSemaphore(value: 0)
         let count = benchmark.scaledIterations.count
         measure(benchmark) {
-            let promises = (0..<count).map { _ in Promise<Int>() }
-            let all = Future.all(promises.map { $0.future })
-            all.whenComplete(on: .immediate) { outcome in
-                precondition(outcome.value?.count == count)
-                done.signal()
-            }
-            completerQueue.async { for index in 0..<count { promises[index].succeed(index) } }
-            done.wait()
+            joinOnce(size: count, completedFrom: [completerQueue], done: done)
         }
     }
 
@@ -368,18 +369,9 @@ func scenarioC() {
     Benchmark("c.all of 100, x10 [member] futures", configuration: perThousand) { benchmark in
         let done = DispatchSemaphore(value: 0)
         let size = benchmark.scaledIterations.count / 10
-        let half = size / 2
         measure(benchmark) {
             for _ in 0..<10 {
-                let promises = (0..<size).map { _ in Promise<Int>() }
-                let all = Future.all(promises.map { $0.future })
-                all.whenComplete(on: .immediate) { outcome in
-                    precondition(outcome.value?.count == size)
-                    done.signal()
-                }
-                completerQueue.async { for index in 0..<half { promises[index].succeed(index) } }
-                completerQueue2.async { for index in half..<size { promises[index].succeed(index) } }
-                done.wait()
+                joinOnce(size: size, completedFrom: [completerQueue, completerQueue2], done: done)
             }
         }
     }
