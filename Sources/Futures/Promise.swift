@@ -17,10 +17,21 @@
 /// If the last reference to a promise goes away while its future is pending, the future fails with
 /// ``FutureError/brokenPromise(file:line:)`` naming the line where the promise was made: nothing
 /// hangs, and completion handlers still run.
-public final class Promise<Value: Sendable>: Sendable {
+public final class Promise<Value: Sendable>: @unchecked Sendable {
+    // Safety: `storage`, `file` and `line` never change. `settled` is written only by the one call
+    // that won the right to complete the future (``FutureStorage/complete(_:from:)`` and
+    // ``FutureStorage/adopt(_:from:)`` return `true` at most once for this promise's origin: after
+    // either, the future is completed or its completer is someone else), and read only in
+    // `deinit`. The winner holds a reference while it writes, and releasing that reference orders
+    // the write before the deinit that follows the last release (the same rule that lets any
+    // deinit read fields other threads wrote). Cancellation does not write it: a cancel and a
+    // completion can both return `true` (cancelling an adopting future), and would race.
     @usableFromInline let storage: FutureStorage<Value>
     @usableFromInline let file: StaticString
     @usableFromInline let line: UInt
+    /// Whether a completing call of this promise won: the future is then completed or adopting,
+    /// so `deinit` need not take the future's lock to find out whether the promise broke.
+    @exclusivity(unchecked) @usableFromInline var settled = false
 
     /// Creates a promise with a pending future.
     ///
@@ -44,13 +55,20 @@ public final class Promise<Value: Sendable>: Sendable {
     deinit {
         // A deinit always runs unspecialised: keep the usual path (already completed) free of the
         // generic work of breaking, which would look up type metadata on entry.
-        if storage.isPendingFor(storage) { breakPromise() }
+        if !settled, storage.isPendingFor(storage) { breakPromise() }
     }
 
     @inline(never)
     private func breakPromise() {
         let error = FutureError.brokenPromise(file: String(describing: file), line: Int(line))
         storage.complete(.failure(error), from: storage)
+    }
+
+    /// Records that a completing call won (see `settled`); returns `won`.
+    @inlinable
+    func record(_ won: Bool) -> Bool {
+        if won { settled = true }
+        return won
     }
 
     /// The future this promise completes.
@@ -64,7 +82,7 @@ public final class Promise<Value: Sendable>: Sendable {
     @discardableResult
     @inlinable
     public func succeed(_ value: Value) -> Bool {
-        storage.complete(.success(value), from: storage)
+        record(storage.complete(.success(value), from: storage))
     }
 
     /// Fails the future; a `CancellationError` cancels it instead.
@@ -74,7 +92,7 @@ public final class Promise<Value: Sendable>: Sendable {
     @discardableResult
     @inlinable
     public func fail(_ error: any Error) -> Bool {
-        storage.complete(.failure(error), from: storage)
+        record(storage.complete(.failure(error), from: storage))
     }
 
     /// Completes the future with an outcome.
@@ -84,7 +102,7 @@ public final class Promise<Value: Sendable>: Sendable {
     @discardableResult
     @inlinable
     public func complete(_ outcome: Outcome<Value>) -> Bool {
-        storage.complete(outcome, from: storage)
+        record(storage.complete(outcome, from: storage))
     }
 
     /// Completes the future with a `Result`.
@@ -94,7 +112,7 @@ public final class Promise<Value: Sendable>: Sendable {
     @discardableResult
     @inlinable
     public func complete<Failure: Error>(with result: Result<Value, Failure>) -> Bool {
-        storage.complete(Outcome(result), from: storage)
+        record(storage.complete(Outcome(result), from: storage))
     }
 
     /// Completes the future with whatever `other` completes with (collapsing: no nested futures).
@@ -107,7 +125,7 @@ public final class Promise<Value: Sendable>: Sendable {
     @discardableResult
     @inlinable
     public func complete(with other: Future<Value>) -> Bool {
-        storage.adopt(other.storage, from: storage)
+        record(storage.adopt(other.storage, from: storage))
     }
 
     /// Completes the future from a `(value, error)` completion handler: the error if there is one,

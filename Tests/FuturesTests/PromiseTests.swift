@@ -269,4 +269,34 @@ struct PromiseTests {
         #expect(promise.future.outcome?.isCancelled == true)
         #expect(cancelled.value == 1)
     }
+    @Test func droppedPromiseWhoseCompletionLostBreaksNothing() {
+        // The future was cancelled from the consumer side; the promise's completion loses, so the
+        // promise is not marked settled, and its deinit finds the future completed under the lock.
+        var promise: Promise<Int>? = Promise<Int>()
+        let future = promise!.future
+        future.cancel()
+        #expect(!promise!.succeed(1))
+        promise = nil
+        #expect(future.outcome?.isCancelled == true)
+    }
+
+    @Test func promiseCompletedOnOneThreadAndReleasedOnAnotherIsNotBroken() {
+        // The winning completion records that the promise is settled, without a lock; the deinit
+        // that reads it may run on another thread (checked under ThreadSanitizer in CI).
+        let completer = DispatchQueue(label: "completer")
+        let releaser = DispatchQueue(label: "releaser")
+        // Only the two blocks hold the promise once this returns: one of them releases it last.
+        func start(_ round: Int, in group: DispatchGroup) -> Future<Int> {
+            let promise = Promise<Int>()
+            completer.async(group: group) { promise.succeed(round) }
+            releaser.async(group: group) { _ = promise.isCancelled }
+            return promise.future
+        }
+        for round in 0..<200 {
+            let group = DispatchGroup()
+            let future = start(round, in: group)
+            group.wait()
+            #expect(future.outcome?.value == round)
+        }
+    }
 }
