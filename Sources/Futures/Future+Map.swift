@@ -19,7 +19,67 @@ enum Handles: Sendable {
     }
 }
 
+/// A future derived by an `.immediate` ``Future/map(on:_:)``, which keeps the transform itself
+/// until it runs.
+///
+/// The source's callback then captures this one object and nothing else, and Swift uses a lone
+/// captured object as the closure's context instead of allocating one: a map step allocates one
+/// object, not two.
+@usableFromInline
+final class MappedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Value>, @unchecked Sendable {
+    // Safety: `transform` is `@Sendable`; it is read and cleared only by `receive`, which the
+    // source's callback calls exactly once, and otherwise only destroyed by `deinit`. The rest is
+    // ``FutureStorage``'s.
+    @exclusivity(unchecked) @usableFromInline var transform: (@Sendable (Source) throws -> Value)?
+
+    @inlinable
+    init(_ transform: @escaping @Sendable (Source) throws -> Value) {
+        self.transform = transform
+        super.init()
+    }
+
+    /// Completes this future with the transformed outcome (as its own completer), releasing the
+    /// transform (and what it captured) once it has run, as a callback is.
+    @inlinable
+    func receive(_ outcome: Outcome<Source>) {
+        let result = outcome.then(transform!)
+        transform = nil  // (borrowed above, not moved out: a move costs a retain)
+        complete(result, from: self)
+    }
+}
+
+/// A future derived by an `.immediate` transform that may adopt a future (``Future/flatMap(on:_:)``
+/// and the like), which keeps the transform itself until it runs, for the reason
+/// ``MappedStorage`` gives.
+@usableFromInline
+final class DerivedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Value>, @unchecked Sendable {
+    // Safety: as ``MappedStorage``'s `transform`.
+    @exclusivity(unchecked) @usableFromInline var body: (@Sendable (Outcome<Source>) -> Continuation<Value>)?
+
+    @inlinable
+    init(_ body: @escaping @Sendable (Outcome<Source>) -> Continuation<Value>) {
+        self.body = body
+        super.init()
+    }
+
+    /// Completes this future with what `body` makes of the source's outcome, releasing `body` once
+    /// it has run.
+    @inlinable
+    func receive(_ outcome: Outcome<Source>) {
+        let continuation = body!(outcome)
+        body = nil
+        settle(continuation)
+    }
+}
+
 extension FutureStorage {
+    /// Sets up a derived future's progress before anyone else can see it (so without the lock).
+    @inlinable
+    func configure(progressWeight: Double?, combinesProgress: Bool) {
+        if let progressWeight { setProgressWeight(progressWeight) }
+        if combinesProgress { self.combinesProgress = true }
+    }
+
     /// Completes this (derived) future as its own completer.
     @inlinable
     func settle(_ continuation: Continuation<Value>) {
@@ -40,14 +100,16 @@ extension Future {
         combinesProgress: Bool = false,
         _ body: @escaping @Sendable (Outcome<Value>) -> Continuation<NewValue>
     ) -> Future<NewValue> {
-        let derived = FutureStorage<NewValue>()
-        if let progressWeight { derived.setProgressWeight(progressWeight) }
-        if combinesProgress { derived.combinesProgress = true }  // not shared yet: no lock needed
         switch hop {
         case .inline:
-            // A callback that captures no executor: smaller, and nothing to check when it runs.
-            storage.register({ outcome in derived.settle(body(outcome)) }, derived: derived)
+            // The callback captures the derived future alone (see ``DerivedStorage``).
+            let derived = DerivedStorage<Value, NewValue>(body)
+            derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress)
+            storage.register({ outcome in derived.receive(outcome) }, derived: derived)
+            return Future<NewValue>(storage: derived)
         case .executor(let executor):
+            let derived = FutureStorage<NewValue>()
+            derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress)
             storage.register({ outcome in
                 if handles.matches(outcome) {
                     executor.execute { derived.settle(body(outcome)) }
@@ -55,8 +117,8 @@ extension Future {
                     derived.settle(body(outcome))
                 }
             }, derived: derived)
+            return Future<NewValue>(storage: derived)
         }
-        return Future<NewValue>(storage: derived)
     }
 
     /// Transforms the value; errors and cancellation pass through.
@@ -80,11 +142,14 @@ extension Future {
 
     @inlinable
     func map<NewValue>(hop: Hop, _ transform: @escaping @Sendable (Value) throws -> NewValue) -> Future<NewValue> {
-        let derived = FutureStorage<NewValue>()
         switch hop {
         case .inline:
-            storage.register({ outcome in derived.complete(outcome.then(transform), from: derived) }, derived: derived)
+            // The callback captures the derived future alone (see ``MappedStorage``).
+            let derived = MappedStorage<Value, NewValue>(transform)
+            storage.register({ outcome in derived.receive(outcome) }, derived: derived)
+            return Future<NewValue>(storage: derived)
         case .executor(let executor):
+            let derived = FutureStorage<NewValue>()
             storage.register({ outcome in
                 if case .success(let value) = outcome {
                     executor.execute { derived.complete(Outcome { try transform(value) }, from: derived) }
@@ -92,8 +157,8 @@ extension Future {
                     derived.complete(outcome.then(transform), from: derived)  // passes through, inline
                 }
             }, derived: derived)
+            return Future<NewValue>(storage: derived)
         }
-        return Future<NewValue>(storage: derived)
     }
 
     /// Continues with another asynchronous step and adopts its future (collapsing: the result is

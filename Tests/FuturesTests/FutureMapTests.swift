@@ -123,4 +123,43 @@ struct FutureMapTests {
         #expect(mapped.outcome?.value == 6)
         #expect(weakProbe == nil)
     }
+
+    @Test func flatMapTransformsAreReleasedOnceRun() {
+        // An `.immediate` flatMap keeps its transform in the derived future until the transform runs.
+        weak var weakProbe: Probe?
+        let promise = Promise<Int>()
+        let inner = Promise<Int>()
+        let chained: Future<Int>
+        do {
+            let probe = Probe(5)
+            weakProbe = probe
+            chained = promise.future.flatMap(on: .immediate) { value in
+                let offset = value + probe.id  // the returned future does not capture the probe
+                return inner.future.map(on: .immediate) { $0 + offset }
+            }
+        }
+        #expect(weakProbe != nil)
+        promise.succeed(1)
+        #expect(chained.isPending)
+        #expect(weakProbe == nil, "released once run, while the derived future is still pending")
+        inner.succeed(10)
+        #expect(chained.outcome?.value == 16)
+    }
+
+    @Test func transformsOnAnExecutorAreReleasedOnceRun() {
+        weak var weakProbe: Probe?
+        let executor = ManualExecutor()
+        let promise = Promise<Int>()
+        let mapped: Future<Int>
+        do {
+            let probe = Probe(5)
+            weakProbe = probe
+            mapped = promise.future.map(on: executor) { $0 + probe.id }
+        }
+        promise.succeed(1)
+        #expect(weakProbe != nil, "queued on the executor")
+        executor.runAll()
+        #expect(mapped.outcome?.value == 6)
+        #expect(weakProbe == nil)
+    }
 }

@@ -155,31 +155,31 @@ class OutcomeSlot<Stored> {
 /// under that lock (payloads are moved out first); a pending future's `completer` says who may
 /// complete it.
 @usableFromInline
-final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Sendable {
+class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Sendable {
     // Safety: all fields are guarded by the stripe lock of `self` (see above), or accessed in
     // `deinit`, when no other reference exists. Stored callbacks and handlers are `@Sendable`.
     // The runtime exclusivity check is redundant under the lock and cost more than the lock, so
     // it is turned off field by field.
 
     /// Whether `deinit` may have a chain of futures to release (pending callbacks or a link).
-    @exclusivity(unchecked) @usableFromInline var mayHoldChain = false
-    @exclusivity(unchecked) @usableFromInline var phase: Phase
+    @exclusivity(unchecked) @usableFromInline final var mayHoldChain = false
+    @exclusivity(unchecked) @usableFromInline final var phase: Phase
     /// Whether a drain loop owns the callbacks of this completed future (then only that loop
     /// touches `callbacks`; see ``drain()``).
-    @exclusivity(unchecked) @usableFromInline var draining = false
+    @exclusivity(unchecked) @usableFromInline final var draining = false
     /// `immortal`, `consumesUpstream` and `combinesProgress`, packed into the byte left free before
     /// `consumers` (separate fields cost the object 8 more bytes of padding).
-    @exclusivity(unchecked) @usableFromInline var flags: UInt8 = StorageFlags.consumesUpstream
+    @exclusivity(unchecked) @usableFromInline final var flags: UInt8 = StorageFlags.consumesUpstream
     /// Futures derived from this one and tasks awaiting it (observers are not consumers).
-    @exclusivity(unchecked) @usableFromInline var consumers: Int32 = 0
-    @exclusivity(unchecked) @usableFromInline var callbacks = CallbackList<Value>()
+    @exclusivity(unchecked) @usableFromInline final var consumers: Int32 = 0
+    @exclusivity(unchecked) @usableFromInline final var callbacks = CallbackList<Value>()
     // The outcome is `storedOutcome`, in the base class (see ``OutcomeSlot``); it is not optional,
     // since `phase` says whether it is meaningful.
     /// The outcome, or `nil` unless completed (caller holds the lock).
-    @inlinable var result: Outcome<Value>? { phase == .completed ? storedOutcome : nil }
+    @inlinable final var result: Outcome<Value>? { phase == .completed ? storedOutcome : nil }
     /// The future this one was merged into (`phase == .linked`).
-    @exclusivity(unchecked) @usableFromInline var link: FutureStorage<Value>?
-    @exclusivity(unchecked) @usableFromInline var extras: Extras<Value>?
+    @exclusivity(unchecked) @usableFromInline final var link: FutureStorage<Value>?
+    @exclusivity(unchecked) @usableFromInline final var extras: Extras<Value>?
     /// The future this one consumes (its source, or the future it waits on after adopting it), to
     /// withdraw from when this one is cancelled; released when this one completes.
     ///
@@ -187,28 +187,28 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// consumers through its callbacks, so this is a cycle while both are pending; it is garbage
     /// only if nothing can ever complete the source, which is exactly when the source is immortal
     /// (rooted in `never`). A promise-rooted chain always completes or breaks.
-    @exclusivity(unchecked) @usableFromInline var upstream: (any ConsumerSource)?
+    @exclusivity(unchecked) @usableFromInline final var upstream: (any ConsumerSource)?
     /// Whether nothing but cancellation can ever complete this future: it is derived from, or
     /// adopted, `never` or another immortal future. Its consumers hold it weakly.
-    @inlinable var immortal: Bool {
+    @inlinable final var immortal: Bool {
         get { flag(StorageFlags.immortal) }
         set { setFlag(StorageFlags.immortal, newValue) }
     }
     /// Whether this future consumes its upstream (a derived future) or only follows it (an
     /// `observe()` branch, which never withdraws from it).
-    @inlinable var consumesUpstream: Bool {
+    @inlinable final var consumesUpstream: Bool {
         get { flag(StorageFlags.consumesUpstream) }
         set { setFlag(StorageFlags.consumesUpstream, newValue) }
     }
     /// A plain `flatMap`: its progress weighs its source and the adopted future equally.
-    @inlinable var combinesProgress: Bool {
+    @inlinable final var combinesProgress: Bool {
         get { flag(StorageFlags.combinesProgress) }
         set { setFlag(StorageFlags.combinesProgress, newValue) }
     }
-    @inlinable func flag(_ bit: UInt8) -> Bool { flags & bit != 0 }
-    @inlinable func setFlag(_ bit: UInt8, _ on: Bool) { flags = on ? flags | bit : flags & ~bit }
+    @inlinable final func flag(_ bit: UInt8) -> Bool { flags & bit != 0 }
+    @inlinable final func setFlag(_ bit: UInt8, _ on: Bool) { flags = on ? flags | bit : flags & ~bit }
     /// Progress, allocated on first use (see ``ProgressState``).
-    @exclusivity(unchecked) @usableFromInline var progress: ProgressState?
+    @exclusivity(unchecked) @usableFromInline final var progress: ProgressState?
 
     /// A pending future.
     @inlinable init() {
@@ -245,13 +245,13 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// the lock). `origin` is alive (the caller holds it), so if the recorded completer is alive
     /// too and has the same identity, it is `origin`.
     @inlinable
-    func accepts(_ origin: AnyObject) -> Bool {
+    final func accepts(_ origin: AnyObject) -> Bool {
         guard let extras, let completer = extras.completer else { return origin === self }
         return completer == ObjectIdentifier(origin) && extras.completerObject != nil
     }
 
     /// The extras box, created if needed (caller holds the lock).
-    @inlinable var ensureExtras: Extras<Value> {
+    @inlinable final var ensureExtras: Extras<Value> {
         if let extras { return extras }
         let created = Extras<Value>()
         extras = created
@@ -262,7 +262,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
 
     /// Follows links to the future that holds the state, shortening the path it walked.
     @usableFromInline
-    func root() -> FutureStorage<Value> {
+    final func root() -> FutureStorage<Value> {
         var node = self
         var visited: [FutureStorage<Value>] = []
         while let next = LockTable.withLock(node, { node.phase == .linked ? node.link : nil }) {
@@ -286,7 +286,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
 
     /// The outcome, or `nil` while pending.
     @inlinable
-    var outcome: Outcome<Value>? {
+    final var outcome: Outcome<Value>? {
         var node = self
         while true {
             let (outcome, linked) = LockTable.withLock(node) { (node.result, node.phase == .linked) }
@@ -297,7 +297,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
 
     /// Whether the future is pending and `origin` may still complete it.
     @usableFromInline
-    func isPendingFor(_ origin: AnyObject) -> Bool {
+    final func isPendingFor(_ origin: AnyObject) -> Bool {
         var node = self
         while true {
             let (phase, accepts) = LockTable.withLock(node) { (node.phase, node.accepts(origin)) }
@@ -315,7 +315,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ///
     /// - Returns: `true` if this call completed the future.
     @inlinable @discardableResult
-    func complete(_ outcome: Outcome<Value>, from origin: AnyObject) -> Bool {
+    final func complete(_ outcome: Outcome<Value>, from origin: AnyObject) -> Bool {
         finish(outcome.normalized, origin: origin)
     }
 
@@ -323,14 +323,14 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ///
     /// - Returns: `true` if this call cancelled the future.
     @inlinable @discardableResult
-    func cancel() -> Bool {
+    final func cancel() -> Bool {
         finish(.cancelled, origin: nil)
     }
 
     /// Moves this pending future to `completed` (caller holds the lock and checked the phase),
     /// recording in `work` what is left to do once the lock is released.
     @inlinable
-    func completeLocked(_ outcome: Outcome<Value>, into work: inout CompletionWork) {
+    final func completeLocked(_ outcome: Outcome<Value>, into work: inout CompletionWork) {
         phase = .completed
         storedOutcome = outcome
         mayHoldChain = false
@@ -349,7 +349,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// The work after a completion, outside the lock: producer cancellation handlers, callbacks.
     /// Returns the upstream to withdraw from, if the future was cancelled.
     @inlinable
-    func afterCompletion(_ work: inout CompletionWork) -> (any ConsumerSource)? {
+    final func afterCompletion(_ work: inout CompletionWork) -> (any ConsumerSource)? {
         // The extras box was detached under the lock, so nothing else reaches it now.
         if work.cancelled, let extras = work.extras {
             for handler in unsafeDowncast(extras, to: Extras<Value>.self).cancelHandlers { handler() }
@@ -368,7 +368,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// The first attempt is made on `self` without copying the reference (a loop variable would
     /// cost a retain and two releases per completion); a merged future follows its links.
     @inlinable
-    func finish(_ outcome: Outcome<Value>, origin: AnyObject?) -> Bool {
+    final func finish(_ outcome: Outcome<Value>, origin: AnyObject?) -> Bool {
         var work = CompletionWork()
         switch attemptFinish(outcome, origin: origin, into: &work) {
         case .won: return finished(&work)
@@ -379,7 +379,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
 
     /// ``finish(_:origin:)`` on a future that was merged into another.
     @inlinable
-    func finishFollowingLinks(_ outcome: Outcome<Value>, origin: AnyObject?) -> Bool {
+    final func finishFollowingLinks(_ outcome: Outcome<Value>, origin: AnyObject?) -> Bool {
         var node = self
         var work = CompletionWork()
         while true {
@@ -393,7 +393,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
 
     /// One attempt to complete this future, under its lock.
     @inlinable
-    func attemptFinish(_ outcome: Outcome<Value>, origin: AnyObject?, into work: inout CompletionWork) -> FinishStep {
+    final func attemptFinish(_ outcome: Outcome<Value>, origin: AnyObject?, into work: inout CompletionWork) -> FinishStep {
         LockTable.withLock(self) {
             switch phase {
             case .linked: return .follow
@@ -409,14 +409,14 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// The rest of a completion, after the lock: see ``afterCompletion(_:)``; then withdraws from
     /// the upstream of a cancelled future.
     @inlinable
-    func finished(_ work: inout CompletionWork) -> Bool {
+    final func finished(_ work: inout CompletionWork) -> Bool {
         if let upstream = afterCompletion(&work) { Cancellation.withdraw(from: upstream) }
         return true
     }
 
     /// Hands this completed future to the drain loop with its specialised drain function.
     @inlinable
-    func scheduleDrain() {
+    final func scheduleDrain() {
         Drain.schedule(DrainEntry(node: self, run: { unsafeDowncast($0, to: FutureStorage<Value>.self).drain() }))
     }
 
@@ -430,7 +430,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// outcome without the lock, and locks once per batch only to take the late callbacks or to
     /// give up ownership.
     @inlinable
-    func drain() {
+    final func drain() {
         var batch = CallbackList<Value>()
         swap(&batch, &callbacks)
         let outcome = storedOutcome
@@ -458,7 +458,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ///   - asConsumer: whether the registrant consumes the value (an awaiting task) rather than
     ///     merely observing it. Derived futures use ``register(_:derived:)``.
     @inlinable
-    func register(_ callback: @escaping Callback<Value>, asConsumer: Bool) {
+    final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool) {
         register(.outcome(callback), whilePending: { node in
             if asConsumer { node.consumers += 1 }
         }, ifNever: {})
@@ -467,7 +467,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// Adds an observer's success handler that runs inline in the drain loop (`.immediate`),
     /// stored without a wrapping closure.
     @inlinable
-    func registerInlineSuccess(_ body: @escaping @Sendable (Value) -> Void) {
+    final func registerInlineSuccess(_ body: @escaping @Sendable (Value) -> Void) {
         register(.success(body), whilePending: { _ in }, ifNever: {})
     }
 
@@ -475,7 +475,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// this future's lock (so before the callback can run), records this future as its upstream,
     /// weakly if this future is immortal. A future derived from `never` is immortal.
     @inlinable
-    func register<Derived>(
+    final func register<Derived>(
         _ callback: @escaping Callback<Value>,
         derived: FutureStorage<Derived>,
         consumer: Bool = true
@@ -498,7 +498,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// the callback, `ifNever` under the lock of `never` (which drops it). The first attempt is made
     /// on `self` without copying the reference; a merged future follows its links.
     @inlinable
-    func register(
+    final func register(
         _ callback: consuming CallbackEntry<Value>,
         whilePending: (FutureStorage<Value>) -> Void,
         ifNever: () -> Void
@@ -511,7 +511,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// ``register(_:whilePending:ifNever:)`` on a future that was merged into another (out of
     /// line, which keeps the usual path small enough to inline).
     @inlinable @inline(never)
-    func registerFollowingLinks(
+    final func registerFollowingLinks(
         _ entry: inout CallbackEntry<Value>?,
         whilePending: (FutureStorage<Value>) -> Void,
         ifNever: () -> Void
@@ -524,7 +524,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ///
     /// - Returns: `false` if this future is linked (`entry` is left as it was).
     @inlinable
-    func attemptRegister(
+    final func attemptRegister(
         _ entry: inout CallbackEntry<Value>?,
         whilePending: (FutureStorage<Value>) -> Void,
         ifNever: () -> Void
@@ -565,7 +565,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// it queues behind the running callback, as a drain of its own (or behind a drain that started
     /// meanwhile). Out of line, so that the registration path stays small enough to inline.
     @inlinable @inline(never)
-    func runOnIdle(_ callback: CallbackEntry<Value>) {
+    final func runOnIdle(_ callback: CallbackEntry<Value>) {
         if !Drain.isRunningHere {
             let outcome = storedOutcome  // final once completed; read after the lock that saw it so
             Drain.runAsLoop { callback.run(with: outcome) }
@@ -587,7 +587,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     /// the drain loop: a deferred future whose work starts another one (a recursive deferred chain)
     /// runs in a loop, not by recursion.
     @usableFromInline
-    func startIfDeferred() {
+    final func startIfDeferred() {
         let work: (@Sendable (FutureStorage<Value>) -> Void)? = LockTable.withLock(self) {
             guard phase == .pending, let extras, let work = extras.onDemand else { return nil }
             extras.onDemand = nil
@@ -599,7 +599,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
 
     /// Adds a producer cancellation handler; runs it now if the future is already cancelled.
     @inlinable
-    func onCancel(_ handler: @escaping @Sendable () -> Void) {
+    final func onCancel(_ handler: @escaping @Sendable () -> Void) {
         var node = self
         while true {
             let step: HandlerStep = LockTable.withLock(node) {
@@ -628,7 +628,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ///
     /// - Returns: `false` if the future is not pending or `origin` may not complete it.
     @usableFromInline
-    func reserve(for newCompleter: AnyObject, from origin: AnyObject) -> Bool {
+    final func reserve(for newCompleter: AnyObject, from origin: AnyObject) -> Bool {
         var node = self
         while true {
             let (phase, reserved): (Phase, Bool) = LockTable.withLock(node) {
@@ -650,7 +650,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ///
     /// - Returns: this future's upstream if this cancelled the future, for the caller's loop.
     @usableFromInline
-    func withdrawConsumer(counted: Bool) -> (any ConsumerSource)? {
+    final func withdrawConsumer(counted: Bool) -> (any ConsumerSource)? {
         var node = self
         var work = CompletionWork()
         while true {
@@ -694,7 +694,7 @@ final class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchec
     ///
     /// - Returns: `true` if this call was allowed to complete the future.
     @usableFromInline @discardableResult
-    func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
+    final func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
         var root = self
         var released: (CallbackList<Value>, Extras<Value>?) = (CallbackList(), nil)
         // Strong references taken under the adoption lock; released after it, because releasing
