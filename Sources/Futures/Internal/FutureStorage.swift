@@ -417,7 +417,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// Hands this completed future to the drain loop with its specialised drain function.
     @inlinable
     final func scheduleDrain() {
-        Drain.schedule(DrainEntry(node: self, run: { unsafeDowncast($0, to: FutureStorage<Value>.self).drain() }))
+        Drain.schedule(self, { unsafeDowncast($0, to: FutureStorage<Value>.self).drain() })
     }
 
     /// Runs the callbacks, then any registered while they ran, until none are left.

@@ -89,6 +89,19 @@ enum Drain {
         context.schedule(entry)
     }
 
+    /// ``schedule(_:)`` for `run(node)`, which builds the queue entry (and so retains `node`) only
+    /// if a drain loop already runs on this thread; otherwise it runs `run(node)` at once as the
+    /// loop, with `node` borrowed from the caller.
+    @usableFromInline
+    static func schedule(_ node: AnyObject, _ run: @escaping (AnyObject) -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        if context.isDraining {
+            context.drainQueue.append(DrainEntry(node: node, run: run))
+        } else {
+            context.runLoop { run(node) }
+        }
+    }
+
     /// Whether a drain loop is running on this thread (then new work must queue behind it).
     @usableFromInline
     static var isRunningHere: Bool {
