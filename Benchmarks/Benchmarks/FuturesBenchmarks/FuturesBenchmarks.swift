@@ -223,6 +223,18 @@ func scenarioA() {
 
 // MARK: (b) a 1,000-step map chain
 
+/// Builds a `steps`-long `map` chain on the default executor (`.current`, resolved where this runs)
+/// and completes it; `done` is signalled when the last step has run.
+func runDefaultExecutorChain(steps: Int, done: DispatchSemaphore) {
+    let promise = Promise<Int>()
+    var future = promise.future
+    for _ in 0..<steps {
+        future = future.map { $0 &+ 1 }
+    }
+    future.whenComplete(on: .immediate) { _ in done.signal() }
+    promise.succeed(0)
+}
+
 func scenarioB() {
     // Built and run on the benchmark's thread; every step runs inline.
     Benchmark("b.map chain .immediate [step] futures", configuration: perThousand) { benchmark in
@@ -244,15 +256,7 @@ func scenarioB() {
         let done = DispatchSemaphore(value: 0)
         let steps = benchmark.scaledIterations.count
         measure(benchmark) {
-            callbackQueue.async {
-                let promise = Promise<Int>()
-                var future = promise.future
-                for _ in 0..<steps {
-                    future = future.map { $0 &+ 1 }
-                }
-                future.whenComplete(on: .immediate) { _ in done.signal() }
-                promise.succeed(0)
-            }
+            callbackQueue.async { runDefaultExecutorChain(steps: steps, done: done) }
             done.wait()
         }
     }
@@ -264,13 +268,7 @@ func scenarioB() {
         let steps = benchmark.scaledIterations.count
         measure(benchmark) {
             Future(value: ()).whenSuccess(on: .queue(callbackQueue)) { _ in
-                let promise = Promise<Int>()
-                var future = promise.future
-                for _ in 0..<steps {
-                    future = future.map { $0 &+ 1 }
-                }
-                future.whenComplete(on: .immediate) { _ in done.signal() }
-                promise.succeed(0)
+                runDefaultExecutorChain(steps: steps, done: done)
             }
             done.wait()
         }
