@@ -423,7 +423,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// Runs the callbacks, then any registered while they ran, until none are left.
     ///
     /// The caller owns the drain: it set `draining` on this thread and runs this on this thread,
-    /// directly or through this thread's drain queue (`Drain.schedule` never hands an entry to
+    /// directly or through this thread's drain queue (`Drain.schedule` never hands work to
     /// another thread; handing a drain to an executor would break the lock-free reads below).
     /// While `draining` is set, `callbacks` belongs to the owner alone: registrations go to
     /// `extras.lateCallbacks` instead. So the owner takes the first batch and reads the (final)
@@ -594,7 +594,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             return work
         }
         guard let work else { return }
-        Drain.schedule(DrainEntry(node: self, run: { work(unsafeDowncast($0, to: FutureStorage<Value>.self)) }))
+        Drain.schedule(self, { work(unsafeDowncast($0, to: FutureStorage<Value>.self)) })
     }
 
     /// Adds a producer cancellation handler; runs it now if the future is already cancelled.

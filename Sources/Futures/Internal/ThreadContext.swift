@@ -76,24 +76,17 @@ final class ThreadContext {
 
 /// The trampoline that keeps callback chains off the stack.
 ///
-/// A completed future with callbacks is handed to ``schedule(_:)``. If this thread is not already
+/// A completed future with callbacks is handed to ``schedule(_:_:)``. If this thread is not already
 /// draining, it drains the future now and then everything that completes while doing so, in FIFO
 /// order; if it is, the future joins the queue and runs after the current callback returns. A
 /// million-step `.immediate` chain therefore runs in a loop at constant stack depth.
 @usableFromInline
 enum Drain {
-    @usableFromInline
-    static func schedule(_ entry: consuming DrainEntry) {
-        // Unretained: the thread-specific slot keeps the context alive until the thread exits.
-        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
-        context.schedule(entry)
-    }
-
-    /// ``schedule(_:)`` for `run(node)`, which builds the queue entry (and so retains `node`) only
-    /// if a drain loop already runs on this thread; otherwise it runs `run(node)` at once as the
-    /// loop, with `node` borrowed from the caller.
+    /// Runs `run(node)` through this thread's drain loop: queued (the entry retains `node`) if a
+    /// loop already runs here, else at once as the loop, with `node` borrowed from the caller.
     @usableFromInline
     static func schedule(_ node: AnyObject, _ run: @escaping (AnyObject) -> Void) {
+        // Unretained: the thread-specific slot keeps the context alive until the thread exits.
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
         if context.isDraining {
             context.drainQueue.append(DrainEntry(node: node, run: run))
@@ -129,17 +122,6 @@ enum Drain {
 }
 
 extension ThreadContext {
-    /// See ``Drain/schedule(_:)``.
-    func schedule(_ entry: consuming DrainEntry) {
-        if isDraining {
-            drainQueue.append(entry)
-            return
-        }
-        isDraining = true
-        entry.run(entry.node)
-        runQueued()
-    }
-
     /// Runs `first`, then every entry queued meanwhile (see ``Drain``).
     func runLoop(_ first: () -> Void) {
         isDraining = true

@@ -222,9 +222,9 @@ extension FutureStorage: ProgressNode {
             let source = ObjectIdentifier(upstream)
             let (current, version) = upstream.addProgressObserver { value, version in
                 // Through the drain loop, so a long following chain does not recurse.
-                Drain.schedule(DrainEntry(node: follower, run: { follower in
+                Drain.schedule(follower, { follower in
                     (follower as! any ProgressNode).receiveUpstreamProgress(value, version: version, from: source)
-                }))
+                })
             }
             follower.receiveUpstreamProgress(current, version: version, from: source)
             node = upstream
