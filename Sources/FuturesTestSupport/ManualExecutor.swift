@@ -17,9 +17,11 @@ import Futures
 /// #expect(seen == [42])
 /// ```
 public final class ManualExecutor: Executor, @unchecked Sendable {
-    // Safety: `jobs` and `ran` are only touched while holding `lock`; jobs run after it is released.
+    // Safety: `jobs` and `ran` are only touched while holding `lock`; jobs run, and are released,
+    // after it is released (a job may hold the last reference to a promise, whose release runs
+    // callbacks that queue more jobs here).
     private let lock = NSLock()
-    private var jobs: [@Sendable () -> Void] = []
+    private var jobs: [(@Sendable () -> Void)?] = []
     private var head = 0
     private var ran = 0
 
@@ -57,7 +59,8 @@ public final class ManualExecutor: Executor, @unchecked Sendable {
             lock.unlock()
             return false
         }
-        let job = jobs[head]
+        var job: (@Sendable () -> Void)?
+        swap(&job, &jobs[head])  // the slot keeps nothing of a job that ran
         head += 1
         ran += 1
         if head == jobs.count {
@@ -65,7 +68,8 @@ public final class ManualExecutor: Executor, @unchecked Sendable {
             head = 0
         }
         lock.unlock()
-        job()
+        job?()
+        withExtendedLifetime(job) {}  // released here, after the unlock
         return true
     }
 

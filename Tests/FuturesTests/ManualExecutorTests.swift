@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 import Futures
 import FuturesTestSupport
@@ -39,5 +40,25 @@ struct ManualExecutorTests {
         #expect(seen.all.isEmpty)
         executor.runAll()
         #expect(seen.all == [42])
+    }
+
+    /// A job that ran may hold the last reference to a pending promise; releasing it breaks the
+    /// promise, whose callback queues a job here. Released under the executor's lock, that deadlocks.
+    @Test func releasingAJobThatHeldAPromiseQueuesItsCallbacksWithoutDeadlocking() {
+        let executor = ManualExecutor()
+        let outcomes = Recorder<Bool>()
+        let finished = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            do {
+                let promise = Promise<Int>()
+                promise.future.whenComplete(on: executor) { outcomes.append($0.isFailure) }
+                executor.execute { _ = promise }
+            }
+            executor.execute {}
+            executor.runAll()
+            finished.signal()
+        }
+        #expect(finished.wait(timeout: .now() + 60) == .success, "runAll deadlocked")
+        #expect(outcomes.all == [true], "the broken promise's callback ran on the executor")
     }
 }

@@ -259,7 +259,7 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     @inlinable
     func holdWeakly(_ indices: [Int]) -> Bool {
         var released: [FutureStorage<Element>?] = []  // the strong references, dropped after the lock
-        defer { _ = released }
+        defer { releaseOutsideLock(released) }
         return LockTable.withLock(self) {
             var flags = Array(repeating: false, count: outcomes.count)
             for index in indices {

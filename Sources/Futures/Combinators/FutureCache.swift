@@ -15,7 +15,8 @@
 ///
 /// Thread-safe. `fetch` runs on the calling thread, outside the cache's lock, so it may use the
 /// cache for other keys; a fetch must not return a future that waits for its own key (that would
-/// wait for itself).
+/// wait for itself). The key's `Hashable` conformance and the clock's `now` run under the cache's
+/// own lock (never a future's), so they must not use the cache.
 public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let state = Locked(CacheState<Key, Value>())
     /// Makes a deadline check `lifetime` from now, on the cache's clock.
@@ -68,16 +69,17 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// - Parameter key: the key to forget.
     public func removeValue(for key: Key) {
         let removed = state.withLock { $0.entries.removeValue(forKey: key) }
-        _ = removed  // released outside the lock
+        releaseOutsideLock(removed)
     }
 
     /// Forgets every value and running fetch.
     public func removeAll() {
         let removed = state.withLock { cache in
-            defer { cache.entries = [:] }
-            return cache.entries
+            var taken: [Key: CacheEntry<Value>] = [:]
+            swap(&taken, &cache.entries)
+            return taken
         }
-        _ = removed
+        releaseOutsideLock(removed)
     }
 
     /// Drops the values that have expired (they are otherwise dropped when next asked for).
@@ -87,7 +89,7 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             for key in expired.keys { cache.entries.removeValue(forKey: key) }
             return expired
         }
-        _ = removed
+        releaseOutsideLock(removed)
     }
 
     /// How many keys have a value (expired ones included until dropped) or a running fetch.
@@ -104,7 +106,7 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     private func lookUp(_ key: Key, lifetime: Duration?) -> Lookup {
         var stale: CacheEntry<Value>?  // released outside the lock
-        defer { _ = stale }
+        defer { releaseOutsideLock(stale) }
         return state.withLock { cache in
             if let entry = cache.entries[key] {
                 if let value = entry.value, !entry.isExpired { return .cached(value) }
@@ -137,7 +139,7 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             cache.entries[key]!.expired = entry.lifetime.map(deadline)
             return nil
         }
-        _ = evicted
+        releaseOutsideLock(evicted)
     }
 }
 

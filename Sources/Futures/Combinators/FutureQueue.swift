@@ -54,7 +54,7 @@ public final class FutureQueue: Sendable {
         } else {
             promise.onCancel { [state] in
                 let removed = state.withLock { $0.waiting.removeValue(forKey: id) }
-                _ = removed  // released outside the lock
+                releaseOutsideLock(removed)
             }
         }
         return promise.future
@@ -82,6 +82,7 @@ public final class FutureQueue: Sendable {
             return nil
         }
         next?()
+        releaseOutsideLock(next)
     }
 }
 

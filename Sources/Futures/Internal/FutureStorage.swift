@@ -263,6 +263,17 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// Follows links to the future that holds the state, shortening the path it walked.
     @usableFromInline
     final func root() -> FutureStorage<Value> {
+        var garbage: [AnyObject] = []
+        let root = root(collecting: &garbage)
+        releaseOutsideLock(garbage)
+        return root
+    }
+
+    /// ``root()`` for a caller that holds the adoption lock: the references the walk drops (links
+    /// it rewrote, the futures it passed) go into `garbage`, for the caller to release after its
+    /// lock, since the last of them may free a future.
+    @usableFromInline
+    final func root(collecting garbage: inout [AnyObject]) -> FutureStorage<Value> {
         var node = self
         var visited: [FutureStorage<Value>] = []
         while let next = LockTable.withLock(node, { node.phase == .linked ? node.link : nil }) {
@@ -275,12 +286,14 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                 // Another compressor may have rewritten this link already, so the old target is not
                 // necessarily in `visited`: release it after the lock, never under it.
                 let old = LockTable.withLock(step) { () -> FutureStorage<Value>? in
-                    defer { step.link = root }
-                    return step.link
+                    var taken: FutureStorage<Value>? = root
+                    swap(&taken, &step.link)
+                    return taken
                 }
-                _ = old
+                if let old { garbage.append(old) }
             }
         }
+        if !visited.isEmpty { garbage.append(contentsOf: visited as [AnyObject]) }
         return node
     }
 
@@ -504,8 +517,10 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         ifNever: () -> Void
     ) {
         var entry: CallbackEntry<Value>? = consume callback  // moved into the list, not copied
-        if attemptRegister(&entry, whilePending: whilePending, ifNever: ifNever) { return }
-        registerFollowingLinks(&entry, whilePending: whilePending, ifNever: ifNever)
+        if !attemptRegister(&entry, whilePending: whilePending, ifNever: ifNever) {
+            registerFollowingLinks(&entry, whilePending: whilePending, ifNever: ifNever)
+        }
+        releaseOutsideLock(entry.take())  // not stored (the future is `never`): released here
     }
 
     /// ``register(_:whilePending:ifNever:)`` on a future that was merged into another (out of
@@ -617,7 +632,10 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             case .runNow:
                 handler()
                 return
-            case .stored, .drop: return
+            case .stored: return
+            case .drop:
+                withExtendedLifetime(handler) {}  // released by the caller, after the lock
+                return
             }
         }
     }
@@ -701,11 +719,12 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         // the last one could free a pending future and run user code (a broken promise's callbacks).
         var keepAlive: [AnyObject] = []
         var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
+        var replacedDemand: (@Sendable (FutureStorage<Value>) -> Void)?
         // Progress to report after the locks, if the adoption changed the adopter's progress.
         var progressChange: (changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool)?
         let plan: AdoptionPlan = adoptionLock.withLock {
-            root = self.root()
-            let target = inner.root()
+            root = self.root(collecting: &keepAlive)
+            let target = inner.root(collecting: &keepAlive)
             if target === root || Self.closesCycle(root, adopting: target, keepAlive: &keepAlive) { return .cycle }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
@@ -732,7 +751,10 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                     }
                     extras.waitingOn = target.extras?.waitingOn
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
-                    if let demand = target.extras?.onProgressDemand { extras.onProgressDemand = demand }
+                    if let demand = target.extras?.onProgressDemand {
+                        replacedDemand = demand
+                        swap(&replacedDemand, &extras.onProgressDemand)  // the old one, released after the lock
+                    }
                     // Progress: the target drives the merged node from now on (composed).
                     var relation = adopter.currentRelation
                     relation.absorb(target.currentRelation)
@@ -759,8 +781,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                     adopter.callbacks.append(contentsOf: target.callbacks)
                     adopter.mayHoldChain = adopter.mayHoldChain || !target.callbacks.isEmpty
                     swap(&released.0, &target.callbacks)
-                    released.1 = target.extras
-                    target.extras = nil
+                    swap(&released.1, &target.extras)
                     target.phase = .linked
                     target.link = adopter
                     target.mayHoldChain = true
@@ -793,6 +814,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                 }
             }
         }
+        releaseOutsideLock((released, keepAlive, keepUpstream, replacedDemand))
         if let progressChange {
             root.progressAdopted(changed: progressChange.changed, observers: progressChange.observers, refollow: progressChange.refollow)
         }
@@ -836,7 +858,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         var hit = false
         while let parent = LockTable.withLock(node, { node.phase == .pending ? node.extras?.waitingOn : nil }) {
             keepAlive.append(parent)
-            let next = parent.root()
+            let next = parent.root(collecting: &keepAlive)
             keepAlive.append(next)
             if next === adopter {
                 hit = true
@@ -868,7 +890,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             if next === adopter { return true }
             guard seen.insert(ObjectIdentifier(next)).inserted else { return false }
             if let storage = next as? FutureStorage<Value> {
-                let root = storage.root()
+                let root = storage.root(collecting: &keepAlive)
                 keepAlive.append(root)
                 if root === adopter { return true }
                 current = root

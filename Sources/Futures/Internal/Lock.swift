@@ -166,3 +166,16 @@ final class Locked<State>: @unchecked Sendable {
         try lock.withLock { try body(&state) }
     }
 }
+
+/// Ends the lifetime of `garbage` here, and not earlier.
+///
+/// Code that removes something from locked state (a handler, a closure, a future, a promise)
+/// returns it out of the critical region and passes it here, after the unlock, so that whatever
+/// its release runs (deinits of user captures, which may take a stripe lock again) runs outside
+/// the lock. Writing `_ = garbage` instead is not enough: the optimiser may end a value's lifetime
+/// at its last use, which can fold the release back into the critical region (a self-deadlock
+/// that only release builds show).
+@inlinable @inline(__always)
+func releaseOutsideLock<Garbage>(_ garbage: consuming Garbage) {
+    withExtendedLifetime(garbage) {}
+}

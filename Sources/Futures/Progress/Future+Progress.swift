@@ -143,8 +143,11 @@ final class ProgressDelivery: @unchecked Sendable {
 
 /// Feeds `progressUpdates`: yields newer values only, and after the final value nothing more.
 final class ProgressFeed: @unchecked Sendable {
-    // Safety: `finished`, `lastVersion` and `last` are only touched under `LockTable.withLock(self)`;
-    // the continuation is yielded to and finished under that lock (it runs no user code).
+    // Safety: `finished`, `lastVersion` and `last` are only touched while holding `lock`. The
+    // continuation is yielded to and finished under that lock, so values arrive in version order;
+    // resuming the consumer may enqueue it on its executor (code the library does not control), so
+    // the lock is the feed's own, never a stripe lock that a future might need.
+    private let lock = Lock()
     private let continuation: AsyncStream<Double>.Continuation
     private var finished = false
     private var lastVersion: UInt64 = 0
@@ -153,7 +156,7 @@ final class ProgressFeed: @unchecked Sendable {
     init(_ continuation: AsyncStream<Double>.Continuation) { self.continuation = continuation }
 
     func yield(_ value: Double, version: UInt64) {
-        LockTable.withLock(self) {
+        lock.withLock {
             guard !finished, version >= lastVersion, value != last else { return }
             lastVersion = version
             last = value
@@ -162,7 +165,7 @@ final class ProgressFeed: @unchecked Sendable {
     }
 
     func finish(final: Double?) {
-        LockTable.withLock(self) {
+        lock.withLock {
             guard !finished else { return }
             finished = true
             if let final, final != last { continuation.yield(final) }

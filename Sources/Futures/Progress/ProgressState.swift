@@ -104,8 +104,8 @@ final class ProgressState {
     /// released after the lock.
     @usableFromInline
     func complete(success: Bool) -> (observers: [ProgressObserver], final: (Double, UInt64)?) {
-        let taken = observers
-        observers = []
+        var taken: [ProgressObserver] = []
+        swap(&taken, &observers)
         guard success, value != 1 else { return (taken, nil) }
         value = 1
         version += 1
@@ -267,7 +267,10 @@ extension FutureStorage: ProgressNode {
                     return (false, (state.value, state.version))
                 }
             }
-            if !linked { return current }
+            if !linked {
+                withExtendedLifetime(observer) {}  // not stored on a completed future: released after the lock
+                return current
+            }
             node = node.root()
         }
     }
