@@ -16,7 +16,9 @@ let package = Package(
         .target(name: "FuturesTestSupport", dependencies: ["Futures"]),
         // The main job: a short real scenario from the seeds, run on the local file system.
         .executableTarget(name: "futures-demo", dependencies: ["Futures"]),
-        .testTarget(name: "FuturesTests", dependencies: ["Futures", "FuturesTestSupport"]),
+        // Heap statistics for the tests that check nothing stays allocated (malloc's own counters).
+        .target(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
+        .testTarget(name: "FuturesTests", dependencies: ["Futures", "FuturesTestSupport", "CHeapStatistics"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import CHeapStatistics
 import Foundation
 @testable import Futures
 
@@ -112,4 +113,23 @@ func isBrokenPromise<V>(_ outcome: Outcome<V>?) -> Bool {
 func isCycle<V>(_ outcome: Outcome<V>?) -> Bool {
     if case .failure(FutureError.cycle) = outcome { return true }
     return false
+}
+
+/// Bytes of heap the process has in use (allocated and not yet freed).
+func heapInUse() -> Int {
+    Int(heap_statistics_in_use())
+}
+
+/// How many bytes of heap `body` keeps per iteration after `iterations` runs: the least of three
+/// rounds, since tests running alongside allocate and free too (a real leak shows in every round).
+func heapRetainedPerIteration(iterations: Int, _ body: () -> Void) -> Int {
+    body()  // first-use allocations (lazy globals, thread contexts) are not per-iteration costs
+    var least = Int.max
+    for _ in 0..<3 {
+        let before = heapInUse()
+        for _ in 0..<iterations { body() }
+        let after = heapInUse()
+        least = min(least, (after - before) / iterations)
+    }
+    return least
 }

@@ -62,63 +62,40 @@ public struct CancellationToken: Sendable, Hashable {
             onCancel(handler)
             return
         }
-        if otherCore.phase == .cancelled { return }
-        if otherCore === core {
-            // Cancelled "unless cancelled first": the condition always wins.
-            return
-        }
-        // Each side removes the other's registration, so neither token keeps garbage.
-        let pair = RegistrationPair()
-        let mine = core.add { [pair] in
-            if let theirs = pair.take(.mine) { otherCore.remove(theirs) }
-            handler()
-        }
-        guard let mine else { return }  // ran inline (already cancelled) or dropped (immortal)
-        let theirs = otherCore.add { [pair] in
-            if let mine = pair.take(.theirs) { core.remove(mine) }
-        }
-        if let theirs {
-            if !pair.store(mine: mine, theirs: theirs) {
-                // One side fired while we were registering the other: undo what is left (removing
-                // the side that fired is a no-op).
-                otherCore.remove(theirs)
-                core.remove(mine)
-            }
-        } else {
-            core.remove(mine)  // `other` was cancelled meanwhile (its handler ran) or is immortal
-            if otherCore.phase != .cancelled {
-                // `other` can no longer be cancelled: the plain registration is what remains.
-                _ = core.add(handler)
-            }
-        }
+        // Cancelled "unless cancelled first": the condition always wins.
+        if otherCore === core || otherCore.phase == .cancelled { return }
+        UnlessRegistration.register(handler, on: core, unless: otherCore)
     }
 
     /// A token cancelled as soon as either `first` or `second` is.
     ///
+    /// The result holds nothing on its inputs once it is no longer needed: when it is cancelled,
+    /// when neither input can be cancelled any more (then neither can it), or when nobody holds it
+    /// and nothing is registered on it. A handler registered on it still runs if the caller drops
+    /// the token.
+    ///
     /// - Returns: the earlier of the two cancellations.
     public static func either(_ first: CancellationToken, _ second: CancellationToken) -> CancellationToken {
         if first.isCancelled || second.isCancelled { return .cancelled }
-        if !first.canBeCancelled { return second.canBeCancelled ? second : .never }
-        if !second.canBeCancelled { return first }
-        let source = CancellationSource()
-        let token = source.token
-        first.onCancel(unless: token) { source.cancel() }
-        second.onCancel(unless: token) { source.cancel() }
-        return token
+        guard let firstCore = first.core, first.canBeCancelled else { return second.canBeCancelled ? second : .never }
+        guard let secondCore = second.core, second.canBeCancelled else { return first }
+        if firstCore === secondCore { return first }
+        return TokenComposition.token(.any, of: [firstCore, secondCore])
     }
 
     /// A token cancelled once both `first` and `second` are.
+    ///
+    /// As soon as either input can no longer be cancelled, neither can the result, and it takes its
+    /// registration off the other input.
     ///
     /// - Returns: the later of the two cancellations.
     public static func both(_ first: CancellationToken, _ second: CancellationToken) -> CancellationToken {
         if first.isCancelled { return second }
         if second.isCancelled { return first }
-        if !first.canBeCancelled || !second.canBeCancelled { return .never }
-        let source = CancellationSource()
-        let remaining = RemainingCount(2)
-        first.onCancel { if remaining.decrement() { source.cancel() } }
-        second.onCancel { if remaining.decrement() { source.cancel() } }
-        return source.token
+        guard let firstCore = first.core, let secondCore = second.core,
+              first.canBeCancelled, second.canBeCancelled else { return .never }
+        if firstCore === secondCore { return first }
+        return TokenComposition.token(.all, of: [firstCore, secondCore])
     }
 
     /// Tokens are equal when they are the same token.
@@ -181,114 +158,74 @@ public final class CancellationSource: Sendable {
 
 // MARK: - Internals
 
-/// The shared state of a token: its phase and its handlers.
-@usableFromInline
-final class TokenCore: @unchecked Sendable {
-    // Safety: `storedPhase`, `handlers` and `nextID` are only touched under
-    // `LockTable.withLock(self)`; handlers run, and removed handlers are released, after the lock
-    // is released.
-    enum Phase { case active, cancelled, immortal }
+/// The registrations of `onCancel(unless:)`: the handler runs if the main token (input 0) is
+/// cancelled first; if `other` (input 1) is cancelled first, the handler is released at once. Each
+/// side takes the other's registration off its token, and so does the main token's dying, so
+/// neither token keeps garbage.
+final class UnlessRegistration: TokenListener, @unchecked Sendable {
+    // Safety: `handler`, `mine` and `theirs` are only touched under `LockTable.withLock(self)`; the
+    // handler runs, and registrations are removed, after that lock is released.
+    private var handler: (@Sendable () -> Void)?
+    private var mine: (core: TokenCore, id: Int)?
+    private var theirs: (core: TokenCore, id: Int)?
 
-    private var storedPhase: Phase
-    private var handlers: [Int: @Sendable () -> Void] = [:]
-    private var nextID = 0
+    private init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
 
-    init(phase: Phase) { storedPhase = phase }
-
-    var phase: Phase { LockTable.withLock(self) { storedPhase } }
-
-    /// How many handlers are registered (for tests of the no-garbage rule).
-    var handlerCount: Int { LockTable.withLock(self) { handlers.count } }
-
-    /// Registers `handler`. Runs it inline if already cancelled; drops it if immortal.
-    ///
-    /// - Returns: the registration's id, or `nil` if it was run or dropped.
-    func add(_ handler: @escaping @Sendable () -> Void) -> Int? {
-        let (id, runNow): (Int?, Bool) = LockTable.withLock(self) {
-            switch storedPhase {
-            case .cancelled: return (nil, true)
-            case .immortal: return (nil, false)
-            case .active:
-                let id = nextID
-                nextID += 1
-                handlers[id] = handler
-                return (id, false)
+    static func register(_ handler: @escaping @Sendable () -> Void, on core: TokenCore, unless other: TokenCore) {
+        let registration = UnlessRegistration(handler)
+        // `other` first: if it fires meanwhile, the handler is gone before `core` can run it.
+        let theirs = other.add(.notify(registration, input: 1))
+        let mine = core.add(.notify(registration, input: 0))
+        let stale: [(core: TokenCore, id: Int)] = LockTable.withLock(registration) {
+            var stale: [(core: TokenCore, id: Int)] = []
+            // A side that already decided left `handler` nil: then neither id is worth keeping.
+            let decided = registration.handler == nil
+            if let theirs {
+                if decided { stale.append((other, theirs)) } else { registration.theirs = (other, theirs) }
             }
+            if let mine {
+                if decided { stale.append((core, mine)) } else { registration.mine = (core, mine) }
+            }
+            return stale
         }
-        if runNow { handler() }
-        return id
+        for (core, id) in stale { core.remove(id) }
     }
 
-    /// Removes a registration; its handler is released at once (outside the lock).
-    func remove(_ id: Int) {
-        let removed = LockTable.withLock(self) { handlers.removeValue(forKey: id) }
-        _ = removed
+    func inputCancelled(_ input: Int) {
+        let (handler, mine, theirs) = takeAll()
+        // Take the other side's registration off its token; this side's already ran.
+        if input == 0, let theirs { theirs.core.remove(theirs.id) }
+        if input == 1, let mine { mine.core.remove(mine.id) }
+        if input == 0 { handler?() }
+        releaseOutsideLock((handler, mine, theirs))
     }
 
-    /// Cancels: runs the handlers in registration order, on this thread.
-    func cancel() -> Bool {
-        let taken: [Int: @Sendable () -> Void]? = LockTable.withLock(self) {
-            guard storedPhase == .active else { return nil }
-            storedPhase = .cancelled
-            defer { handlers = [:] }
-            return handlers
+    func inputAbandoned(_ input: Int) {
+        guard input == 0 else {
+            // `other` can no longer cancel: the handler now simply waits for the main token.
+            let taken = LockTable.withLock(self) { () -> (core: TokenCore, id: Int)? in
+                var taken: (core: TokenCore, id: Int)?
+                swap(&taken, &self.theirs)
+                return taken
+            }
+            releaseOutsideLock(taken)
+            return
         }
-        guard let taken else { return false }
-        for id in taken.keys.sorted() { taken[id]!() }
-        return true
+        // The main token can no longer cancel: the handler can never run.
+        let (handler, mine, theirs) = takeAll()
+        if let theirs { theirs.core.remove(theirs.id) }
+        releaseOutsideLock((handler, mine, theirs))
     }
 
-    /// The source went away: the token can never cancel; its handlers are released unrun.
-    func makeImmortal() {
-        let dropped: [Int: @Sendable () -> Void] = LockTable.withLock(self) {
-            guard storedPhase == .active else { return [:] }
-            storedPhase = .immortal
-            defer { handlers = [:] }
-            return handlers
-        }
-        _ = dropped
-    }
-}
-
-/// The two registrations of `onCancel(unless:)`: whichever side fires first takes the other's id.
-final class RegistrationPair: @unchecked Sendable {
-    // Safety: fields are only touched under `LockTable.withLock(self)`.
-    enum Side { case mine, theirs }
-    private var mine: Int?
-    private var theirs: Int?
-    private var fired = false
-
-    /// Records both ids. Returns `false` if a side already fired (nothing to record).
-    func store(mine: Int, theirs: Int) -> Bool {
+    /// Moves the handler and both registrations out, for the caller to release after the unlock:
+    /// the first side to decide takes them; the other side then finds nothing.
+    private func takeAll() -> ((@Sendable () -> Void)?, (core: TokenCore, id: Int)?, (core: TokenCore, id: Int)?) {
         LockTable.withLock(self) {
-            guard !fired else { return false }
-            self.mine = mine
-            self.theirs = theirs
-            return true
-        }
-    }
-
-    /// Called by the side that fires; returns the other side's id to remove (once).
-    func take(_ side: Side) -> Int? {
-        LockTable.withLock(self) {
-            guard !fired else { return nil }
-            fired = true
-            return side == .mine ? theirs : mine
-        }
-    }
-}
-
-/// A countdown shared by the handlers of `both(_:_:)`.
-final class RemainingCount: @unchecked Sendable {
-    // Safety: `count` is only touched under `LockTable.withLock(self)`.
-    private var count: Int
-    init(_ count: Int) { self.count = count }
-
-    /// Returns `true` for the call that reaches zero.
-    func decrement() -> Bool {
-        LockTable.withLock(self) {
-            count -= 1
-            return count == 0
+            var taken: ((@Sendable () -> Void)?, (core: TokenCore, id: Int)?, (core: TokenCore, id: Int)?)
+            swap(&taken.0, &handler)
+            swap(&taken.1, &mine)
+            swap(&taken.2, &theirs)
+            return taken
         }
     }
 }

@@ -1,0 +1,110 @@
+/// The listener behind a token made by `either` (cancelled by the first input) or `both` (by the
+/// last): it registers on each input and decides when the composed token is cancelled, or can no
+/// longer be.
+///
+/// It holds the composed token weakly, so that the inputs' registrations do not keep an unused
+/// composed token alive; the token detaches the composition when it is freed. Every outcome takes
+/// the remaining registrations off the inputs at once, so a long-lived input collects nothing:
+///
+/// | event                                   | `either` (`.any`)             | `both` (`.all`)                 |
+/// |-----------------------------------------|-------------------------------|---------------------------------|
+/// | an input is cancelled                   | cancel the token; detach      | count it; the last one cancels  |
+/// | an input can no longer be cancelled     | the last live one: immortal   | immortal; detach                |
+/// | the token is freed                      | detach                        | detach                          |
+final class TokenComposition: TokenListener, @unchecked Sendable {
+    // Safety: `registrations`, `remaining` and `finished` are only touched under
+    // `LockTable.withLock(self)`; registrations taken off the inputs are removed after that lock
+    // is released, one input lock at a time. `rule` never changes. `target` is a weak reference,
+    // which Swift makes safe to read and write from any thread.
+    enum Rule { case any, all }
+
+    let rule: Rule
+    /// The composed token; set once, before the composition registers anywhere.
+    weak var target: TokenCore?
+    /// Each input's registration, while it is stored there.
+    private var registrations: [(core: TokenCore, id: Int)?]
+    /// `.any`: inputs that can still be cancelled; `.all`: inputs still to be cancelled.
+    private var remaining: Int
+    /// The composed token was cancelled, made immortal, or freed: nothing more to decide.
+    private var finished = false
+
+    private init(rule: Rule, inputs: Int) {
+        self.rule = rule
+        registrations = Array(repeating: nil, count: inputs)
+        remaining = inputs
+    }
+
+    /// A composed token over `inputs` (active tokens, checked by the caller).
+    static func token(_ rule: Rule, of inputs: [TokenCore]) -> CancellationToken {
+        let composition = TokenComposition(rule: rule, inputs: inputs.count)
+        let core = TokenCore(phase: .active, composition: composition)
+        composition.target = core
+        for (index, input) in inputs.enumerated() {
+            // An input that fired or died meanwhile has told the composition inline.
+            guard let id = input.add(.notify(composition, input: index)) else { continue }
+            let stored = LockTable.withLock(composition) { () -> Bool in
+                guard !composition.finished else { return false }
+                composition.registrations[index] = (input, id)
+                return true
+            }
+            if !stored { input.remove(id) }
+        }
+        return CancellationToken(core: core)
+    }
+
+    func inputCancelled(_ input: Int) {
+        let (target, detached): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
+            guard !finished else { return (nil, []) }
+            registrations[input] = nil
+            if rule == .all {
+                remaining -= 1
+                guard remaining == 0 else { return (nil, []) }
+            }
+            return (finish(), takeRegistrations())
+        }
+        remove(detached)
+        _ = target?.cancel()
+    }
+
+    func inputAbandoned(_ input: Int) {
+        let (target, detached): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
+            guard !finished else { return (nil, []) }
+            registrations[input] = nil
+            if rule == .any {
+                remaining -= 1
+                guard remaining == 0 else { return (nil, []) }
+            }
+            return (finish(), takeRegistrations())
+        }
+        remove(detached)
+        target?.makeImmortal()
+    }
+
+    /// The composed token was freed: take every registration off the inputs.
+    func detach() {
+        let detached = LockTable.withLock(self) { () -> [(core: TokenCore, id: Int)?] in
+            guard !finished else { return [] }
+            finished = true
+            return takeRegistrations()
+        }
+        remove(detached)
+    }
+
+    /// Marks the decision made and returns the composed token, if it still exists (caller holds the
+    /// lock; the returned reference is released by the caller, after the unlock).
+    private func finish() -> TokenCore? {
+        finished = true
+        return target
+    }
+
+    /// Moves the stored registrations out (caller holds the lock).
+    private func takeRegistrations() -> [(core: TokenCore, id: Int)?] {
+        var taken = Array<(core: TokenCore, id: Int)?>(repeating: nil, count: registrations.count)
+        swap(&taken, &registrations)
+        return taken
+    }
+
+    private func remove(_ detached: [(core: TokenCore, id: Int)?]) {
+        for case let (core, id)? in detached { core.remove(id) }
+    }
+}

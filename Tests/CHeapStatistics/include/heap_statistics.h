@@ -1,0 +1,9 @@
+#ifndef HEAP_STATISTICS_H
+#define HEAP_STATISTICS_H
+
+#include <stddef.h>
+
+/// Bytes of heap the process has in use: allocated through malloc and not yet freed.
+size_t heap_statistics_in_use(void);
+
+#endif

@@ -1,0 +1,203 @@
+import Dispatch
+import Testing
+@testable import Futures
+
+/// Tokens let go of what they no longer need: a released source's handlers are freed outside every
+/// lock (even when freeing them releases other sources), and composed tokens leave nothing on a
+/// long-lived input.
+@Suite("Token lifetimes")
+struct TokenLifetimeTests {
+    /// Releasing a source frees its handlers; here each handler is the only owner of another
+    /// source, whose release takes a stripe lock again. Freed under the first lock, that is a
+    /// self-deadlock (release builds only, where the optimiser may shorten lifetimes), so the
+    /// rounds run on another thread and the test fails, rather than hangs, if they never finish.
+    @Test func releasingASourceWhoseHandlersOwnOtherSourcesNeverDeadlocks() {
+        let finished = DispatchSemaphore(value: 0)
+        let cancelledChildren = Counter()
+        DispatchQueue.global().async {
+            for _ in 0..<2_000 {
+                var parent: CancellationSource? = CancellationSource()
+                for _ in 0..<64 {
+                    let child = CancellationSource()
+                    child.token.onCancel { cancelledChildren.increment() }
+                    parent!.token.onCancel { child.cancel() }
+                }
+                parent = nil
+            }
+            finished.signal()
+        }
+        #expect(finished.wait(timeout: .now() + 120) == .success, "releasing a source deadlocked")
+        #expect(cancelledChildren.value == 0, "handlers of a released source never run")
+    }
+
+    @Test func eitherOfALongLivedTokenAndADroppedOneLeavesNothingBehind() {
+        let app = CancellationSource()
+        for _ in 0..<1_000 {
+            let request = CancellationSource()
+            _ = CancellationToken.either(app.token, request.token)
+        }
+        #expect(app.token.core?.handlerCount == 0)
+        let perRequest = heapRetainedPerIteration(iterations: 20_000) {
+            let request = CancellationSource()
+            let token = CancellationToken.either(app.token, request.token)
+            #expect(token.canBeCancelled)
+        }
+        #expect(perRequest < 32, "either keeps \(perRequest) B per request on a long-lived token")
+    }
+
+    @Test func bothOfALongLivedTokenAndADroppedOneLeavesNothingBehind() {
+        let app = CancellationSource()
+        let perRequest = heapRetainedPerIteration(iterations: 20_000) {
+            let request = CancellationSource()
+            let token = CancellationToken.both(app.token, request.token)
+            #expect(token.canBeCancelled)
+        }
+        #expect(app.token.core?.handlerCount == 0)
+        #expect(perRequest < 32, "both keeps \(perRequest) B per request on a long-lived token")
+    }
+
+    @Test func bothWhoseInputCanNoLongerFireCanNoLongerFireAndUnregistersAtOnce() {
+        let app = CancellationSource()
+        var request: CancellationSource? = CancellationSource()
+        let both = CancellationToken.both(app.token, request!.token)
+        #expect(both.canBeCancelled)
+        #expect(app.token.core?.handlerCount == 1)
+        request = nil
+        #expect(!both.canBeCancelled, "the released input can never be cancelled, so neither can both")
+        #expect(app.token.core?.handlerCount == 0, "its registration on the live input is gone")
+        app.cancel()
+        #expect(!both.isCancelled)
+    }
+
+    @Test func eitherWhoseInputsCanNoLongerFireCanNoLongerFire() {
+        var first: CancellationSource? = CancellationSource()
+        var second: CancellationSource? = CancellationSource()
+        let either = CancellationToken.either(first!.token, second!.token)
+        first = nil
+        #expect(either.canBeCancelled, "the second input can still cancel it")
+        second = nil
+        #expect(!either.canBeCancelled)
+        #expect(!either.isCancelled)
+    }
+
+    @Test func eitherWithOneDroppedInputIsStillCancelledByTheOther() {
+        let app = CancellationSource()
+        var request: CancellationSource? = CancellationSource()
+        let either = CancellationToken.either(app.token, request!.token)
+        request = nil
+        #expect(either.canBeCancelled)
+        app.cancel()
+        #expect(either.isCancelled)
+        #expect(app.token.core?.handlerCount == 0)
+    }
+
+    @Test func aHandlerOnADroppedComposedTokenStillRuns() {
+        let a = CancellationSource()
+        let b = CancellationSource()
+        let runs = Counter()
+        CancellationToken.either(a.token, b.token).onCancel { runs.increment() }
+        CancellationToken.both(a.token, b.token).onCancel { runs.increment() }
+        a.cancel()
+        #expect(runs.value == 1, "either fired; both waits for b")
+        b.cancel()
+        #expect(runs.value == 2)
+        #expect(a.token.core?.handlerCount == 0 && b.token.core?.handlerCount == 0)
+    }
+
+    @Test func aHandlerOnAComposedTokenIsReleasedWhenItsInputsDie() {
+        var a: CancellationSource? = CancellationSource()
+        var b: CancellationSource? = CancellationSource()
+        weak var weakProbe: Probe?
+        do {
+            let probe = Probe()
+            weakProbe = probe
+            CancellationToken.either(a!.token, b!.token).onCancel { _ = probe }
+        }
+        a = nil
+        #expect(weakProbe != nil, "b can still cancel it")
+        b = nil
+        #expect(weakProbe == nil, "nothing can cancel it: its handler is released unrun")
+    }
+
+    @Test func nestedComposedTokensUnwindWhenDropped() {
+        let app = CancellationSource()
+        let perRequest = heapRetainedPerIteration(iterations: 10_000) {
+            let request = CancellationSource()
+            let session = CancellationSource()
+            let inner = CancellationToken.either(app.token, request.token)
+            _ = CancellationToken.both(inner, session.token)
+        }
+        #expect(app.token.core?.handlerCount == 0)
+        #expect(perRequest < 32, "nested composition keeps \(perRequest) B per request")
+    }
+
+    @Test func unlessLeavesNothingOnTheOtherTokenWhenTheMainOneDies() {
+        let finished = CancellationSource()
+        weak var weakProbe: Probe?
+        var main: CancellationSource? = CancellationSource()
+        do {
+            let probe = Probe()
+            weakProbe = probe
+            main!.token.onCancel(unless: finished.token) { _ = probe }
+        }
+        #expect(finished.token.core?.handlerCount == 1)
+        main = nil
+        #expect(weakProbe == nil)
+        #expect(finished.token.core?.handlerCount == 0)
+    }
+
+    @Test func unlessStillRunsWhenTheOtherTokenDies() {
+        let main = CancellationSource()
+        var other: CancellationSource? = CancellationSource()
+        let runs = Counter()
+        main.token.onCancel(unless: other!.token) { runs.increment() }
+        other = nil
+        main.cancel()
+        #expect(runs.value == 1)
+    }
+
+    @Test func composedTokensRacingTheirInputsDecideOnce() {
+        for _ in 0..<500 {
+            let a = CancellationSource()
+            let b = Locked<CancellationSource?>(CancellationSource())
+            let bToken = b.withLock { $0!.token }
+            let either = CancellationToken.either(a.token, bToken)
+            let both = CancellationToken.both(a.token, bToken)
+            let runs = Counter()
+            either.onCancel { runs.increment() }
+            both.onCancel { runs.increment() }
+            DispatchQueue.concurrentPerform(iterations: 3) { index in
+                switch index {
+                case 0: a.cancel()
+                case 1: releaseOutsideLock(b.withLock { source in
+                    var taken: CancellationSource?
+                    swap(&taken, &source)
+                    return taken
+                })
+                default: _ = CancellationToken.either(either, both).canBeCancelled
+                }
+            }
+            #expect(either.isCancelled)
+            #expect(runs.value == 1 + (both.isCancelled ? 1 : 0))
+            #expect(a.token.core?.handlerCount == 0)
+        }
+    }
+
+    /// A long-lived token that many composed tokens once listened to is released promptly.
+    @Test func releasingALongLivedSourceAfterManyComposedTokensFinishes() {
+        let finished = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var app: CancellationSource? = CancellationSource()
+            var kept: [CancellationToken] = []
+            for index in 0..<200_000 {
+                let request = CancellationSource()
+                let token = CancellationToken.either(app!.token, request.token)
+                if index % 100 == 0 { kept.append(token) }
+            }
+            app = nil
+            #expect(kept.allSatisfy { !$0.canBeCancelled })
+            finished.signal()
+        }
+        #expect(finished.wait(timeout: .now() + 120) == .success)
+    }
+}
