@@ -20,19 +20,38 @@ public struct Backoff<Duration: DurationProtocol & Sendable>: Sendable {
 
     /// Waits `initial`, then `initial * factor`, `initial * factor²`, ..., at most `maximum`.
     ///
+    /// The delay stops growing at `maximum`. Without one, a `Duration` stops growing past a century
+    /// (a wait that long means "never" to a timer), and another duration type once the multiplier
+    /// would no longer fit in an `Int`; it never traps, however many attempts fail.
+    ///
     /// - Parameters:
     ///   - initial: the first delay.
     ///   - factor: how much each delay grows (at least 1).
     ///   - maximum: the longest delay, if any.
     public static func exponential(initial: Duration, factor: Int = 2, maximum: Duration? = nil) -> Backoff {
         precondition(factor >= 1, "the backoff factor must be at least 1")
+        let ceiling = maximum ?? (TimerThread.longestSleep as? Duration)
         return Backoff { failedAttempts in
+            let growths = max(failedAttempts, 1) - 1
+            guard let ceiling else {
+                // A duration type of unknown range: grow while the multiplier fits in an `Int`.
+                var multiplier = 1
+                for _ in 0..<growths {
+                    let (next, overflow) = multiplier.multipliedReportingOverflow(by: factor)
+                    if overflow || next == multiplier { break }
+                    multiplier = next
+                }
+                return initial * multiplier
+            }
             var delay = initial
-            for _ in 1..<max(failedAttempts, 1) {
-                if let maximum, delay >= maximum { return maximum }
+            if delay >= ceiling { return ceiling }
+            for _ in 0..<growths {
+                // Would `delay * factor` pass the ceiling? Asked without computing a product that
+                // could overflow.
+                if delay > ceiling / factor { return ceiling }
+                if delay <= .zero || factor == 1 { break }
                 delay = delay * factor
             }
-            if let maximum, delay > maximum { return maximum }
             return delay
         }
     }

@@ -53,6 +53,10 @@ extension Future {
     /// let picture = loadPicture().timeout(after: .seconds(10))
     /// ```
     ///
+    /// A future that has completed before the deadline passes never times out, whatever the
+    /// duration (zero and negative included). A duration too long to sleep (over a century) never
+    /// fires.
+    ///
     /// - Parameters:
     ///   - duration: how long to wait, from now.
     ///   - clock: the clock to measure on.
@@ -60,7 +64,19 @@ extension Future {
     public func timeout<C: Clock>(after duration: C.Duration, clock: C = ContinuousClock()) -> Future<Value> {
         let derived = FutureStorage<Value>()
         let source = storage
+        // Listen first, then arm: a source that has already completed completes `derived` before
+        // the timer exists (or, inside a drain loop, just after the running callback returns).
+        storage.register({ outcome in
+            _ = derived.finish(outcome, origin: derived)
+        }, derived: derived)
+        if derived.outcome != nil { return Future(storage: derived) }
         let timer = Timer.start(after: duration, clock: clock) {
+            // A source that completed before the deadline passed never times out, even if its
+            // outcome has not reached `derived` yet.
+            if let outcome = source.outcome {
+                _ = derived.finish(outcome, origin: derived)
+                return
+            }
             // Take the right to complete `derived` first, so the source's cancellation caused by
             // withdrawing cannot reach it; then withdraw; then fail. Whoever awaits the result sees
             // the source already withdrawn from.
@@ -69,9 +85,6 @@ extension Future {
             Cancellation.withdraw(from: source)
             _ = derived.finish(.failure(FutureError.timedOut), origin: timedOut)
         }
-        storage.register({ outcome in
-            _ = derived.finish(outcome, origin: derived)
-        }, derived: derived)
         derived.register({ _ in timer.cancel() }, asConsumer: false)
         return Future(storage: derived)
     }

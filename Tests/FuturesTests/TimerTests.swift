@@ -1,0 +1,138 @@
+import Dispatch
+import Testing
+import FuturesTestSupport
+@testable import Futures
+
+/// Timers on the standard clocks: a future completed before its deadline never times out, huge
+/// durations mean "never" instead of trapping, and a finished or cancelled timer keeps nothing.
+@Suite("Timers")
+struct TimerTests {
+    @Test(arguments: [Duration.seconds(-1), .zero, .nanoseconds(1)])
+    func aFutureCompletedBeforeItsTimeoutNeverTimesOut(duration: Duration) async {
+        for _ in 0..<5_000 {
+            #expect(await Future(value: 1).timeout(after: duration).result.value == 1)
+        }
+        let promise = Promise<Int>()
+        let timed = promise.future.timeout(after: .seconds(60))
+        promise.succeed(2)
+        #expect(await timed.result.value == 2)
+    }
+
+    /// Inside a drain loop, an `.immediate` registration on a completed future runs after the
+    /// running callback returns; a zero timeout armed meanwhile must still see the outcome.
+    @Test func aTimeoutSetInsideACallbackOnACompletedFutureNeverTimesOut() async {
+        let trigger = Promise<Void>()
+        let timeouts = Recorder<Future<Int>>()
+        for _ in 0..<2_000 {
+            trigger.future.whenComplete(on: .immediate) { _ in
+                timeouts.append(Future(value: 1).timeout(after: .zero))
+            }
+        }
+        trigger.succeed(())
+        for timed in timeouts.all {
+            #expect(await timed.result.value == 1)
+        }
+    }
+
+    @Test func aTimeoutFiresOnTheStandardClock() async {
+        let promise = Promise<Int>()
+        let timed = promise.future.timeout(after: .milliseconds(1))
+        guard case .failure(FutureError.timedOut) = await timed.result else {
+            Issue.record("expected a timeout")
+            return
+        }
+        #expect(promise.isCancelled, "the timeout was its only consumer, and withdrew")
+        #expect(await Future.after(.milliseconds(1), value: 3, clock: SuspendingClock()).result.value == 3)
+    }
+
+    @Test func hugeDurationsMeanNeverAndDoNotTrap() async {
+        for duration in [Duration.seconds(Int64.max), .seconds(Int64(1) << 40), TimerThread.longestSleep] {
+            let promise = Promise<Int>()
+            let timed = promise.future.timeout(after: duration)
+            let later = Future.after(duration, value: 1)
+            let delayed = Future(value: 1).delayed(by: duration)
+            let manual = Future.after(duration, value: 1, clock: ManualClock())
+            #expect(timed.isPending && later.isPending && delayed.isPending && manual.isPending)
+            promise.succeed(5)
+            #expect(await timed.result.value == 5)
+            #expect(later.cancel() && delayed.cancel() && manual.cancel())
+        }
+        #expect(await Future.after(.seconds(Int64.min), value: 7).result.value == 7)
+    }
+
+    @Test func anExponentialBackoffStopsGrowingInsteadOfOverflowing() {
+        let unbounded = Backoff<Duration>.exponential(initial: .seconds(1))
+        #expect(unbounded.delay(1) == .seconds(1))
+        #expect(unbounded.delay(4) == .seconds(8))
+        #expect(unbounded.delay(200) == TimerThread.longestSleep)
+        #expect(unbounded.delay(Int.max) == TimerThread.longestSleep)
+        let capped = Backoff<Duration>.exponential(initial: .seconds(1), factor: 3, maximum: .seconds(100))
+        #expect(capped.delay(5) == .seconds(81))
+        #expect(capped.delay(6) == .seconds(100))
+        #expect(capped.delay(Int.max) == .seconds(100))
+        #expect(Backoff<Duration>.exponential(initial: .seconds(2), factor: 1).delay(Int.max) == .seconds(2))
+        #expect(Backoff<Duration>.exponential(initial: .seconds(Int64.max), factor: 1_000).delay(3)
+            == TimerThread.longestSleep)
+        let ticks = Backoff<Ticks>.exponential(initial: Ticks(value: 1))
+        #expect(ticks.delay(3) == Ticks(value: 4))
+        #expect(ticks.delay(Int.max) == Ticks(value: 1 << 62), "stops once the multiplier would overflow")
+    }
+
+    @Test func aRetryWhoseBackoffIsTooLongToSleepWaitsForeverWithoutTrapping() async {
+        let attempts = Counter()
+        let retried = Future<Int>.retry(attempts: 5, backoff: .constant(.seconds(Int64.max))) {
+            attempts.increment()
+            return Future(error: TestError())
+        }
+        #expect(attempts.value == 1)
+        #expect(retried.isPending)
+        #expect(retried.cancel())
+    }
+
+    @Test func finishedAndCancelledTimersKeepNothing() {
+        let finishedTimeout = heapRetainedPerIteration(iterations: 20_000) {
+            let promise = Promise<Int>()
+            let timed = promise.future.timeout(after: .seconds(8))
+            promise.succeed(1)
+            #expect(timed.outcome?.value == 1)
+        }
+        #expect(finishedTimeout < 32, "a finished timeout keeps \(finishedTimeout) B")
+        let cancelledTimeout = heapRetainedPerIteration(iterations: 20_000) {
+            let promise = Promise<Int>()
+            #expect(promise.future.timeout(after: .seconds(8)).cancel())
+        }
+        #expect(cancelledTimeout < 32, "a cancelled timeout keeps \(cancelledTimeout) B")
+        let cancelledAfter = heapRetainedPerIteration(iterations: 20_000) {
+            #expect(Future.after(.seconds(8), value: 1, clock: SuspendingClock()).cancel())
+        }
+        #expect(cancelledAfter < 32, "a cancelled `after` keeps \(cancelledAfter) B")
+    }
+
+    @Test func theTimerHeapStaysOrderedWhileTimersComeAndGo() {
+        let before = TimerThread.shared.scheduledCount
+        var timers: [Timer] = []
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let hours = Int64.random(in: 1...1_000, using: &generator)
+            timers.append(Timer.start(after: .seconds(hours * 3_600), clock: ContinuousClock()) {})
+        }
+        timers.shuffle(using: &generator)
+        for timer in timers.prefix(250) { timer.cancel() }
+        TimerThread.shared.checkInvariants()
+        for timer in timers.dropFirst(250) { timer.cancel() }
+        TimerThread.shared.checkInvariants()
+        #expect(TimerThread.shared.scheduledCount <= before)
+    }
+}
+
+/// A duration type of unknown range, for the backoff's generic path.
+struct Ticks: DurationProtocol, Hashable {
+    var value: Int
+    static var zero: Ticks { Ticks(value: 0) }
+    static func + (lhs: Ticks, rhs: Ticks) -> Ticks { Ticks(value: lhs.value + rhs.value) }
+    static func - (lhs: Ticks, rhs: Ticks) -> Ticks { Ticks(value: lhs.value - rhs.value) }
+    static func * (lhs: Ticks, rhs: Int) -> Ticks { Ticks(value: lhs.value * rhs) }
+    static func / (lhs: Ticks, rhs: Int) -> Ticks { Ticks(value: lhs.value / rhs) }
+    static func / (lhs: Ticks, rhs: Ticks) -> Double { Double(lhs.value) / Double(rhs.value) }
+    static func < (lhs: Ticks, rhs: Ticks) -> Bool { lhs.value < rhs.value }
+}
