@@ -14,7 +14,7 @@ let package = Package(
         .target(name: "Futures"),
         // Deterministic executors for testing future-based code without sleeping.
         .target(name: "FuturesTestSupport", dependencies: ["Futures"]),
-        // The main job: a short real scenario from the seeds, run on the local file system.
+        // The main job: a person-and-picture loading scenario, run on the local file system.
         .executableTarget(name: "futures-demo", dependencies: ["Futures"]),
         // Heap statistics for the tests that check nothing stays allocated (malloc's own counters).
         .target(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),

@@ -133,7 +133,8 @@ extension Outcome {
         }
     }
 
-    /// The same outcome with a cancellation error mapped to ``cancelled`` (the futures' rule D1).
+    /// The same outcome with a cancellation error mapped to ``cancelled`` (a future that fails with a
+    /// cancellation error is cancelled).
     @inlinable
     var normalized: Outcome<Value> {
         if case .failure(let error) = self, error is CancellationError { return .cancelled }

@@ -2,14 +2,14 @@ import Dispatch
 import Foundation
 import Futures
 
-/// A person record, as the seeds' `loadFromDisk` loads it.
+/// A person record, as OAPromise's example's `loadFromDisk` loads it.
 struct Person: Codable, Sendable {
     let name: String
     /// File name of the person's picture.
     let picture: String
 }
 
-/// A folder holding person records and pictures: the "disk" and the "server" of the seeds.
+/// A folder holding person records and pictures: the "disk" and the "server" of the example.
 struct PictureLibrary: Sendable {
     let name: String
     let folder: URL

@@ -1,4 +1,4 @@
-// futures-demo: the seeds' scenario on real files.
+// futures-demo: a person-and-picture loading scenario on real files.
 //
 // Writes a person record and a picture to a temporary folder, loads the person, then the picture,
 // falls back to a second source when the first has no picture, handles every error in one place,

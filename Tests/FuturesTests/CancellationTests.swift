@@ -3,7 +3,7 @@ import Testing
 import FuturesTestSupport
 @testable import Futures
 
-/// D7: cancellation propagates down to every pending derived future, and up only when every
+/// Cancellation propagates down to every pending derived future, and up only when every
 /// consumer a future ever had has withdrawn.
 @Suite("Cancellation propagation")
 struct CancellationTests {

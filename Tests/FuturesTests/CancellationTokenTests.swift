@@ -2,7 +2,7 @@ import Dispatch
 import Testing
 @testable import Futures
 
-/// D8: CollapsingFutures-style tokens.
+/// CollapsingFutures-style cancellation tokens.
 @Suite("Cancellation tokens")
 struct CancellationTokenTests {
     @Test func sourceCancelsItsTokenOnce() {

@@ -2,7 +2,7 @@ import Dispatch
 import Testing
 @testable import Futures
 
-/// D10: joins with policies, and races.
+/// Joins with policies, and races.
 @Suite("Joins and races")
 struct FutureAllTests {
     @Test func allSucceedsWithValuesInInputOrder() {

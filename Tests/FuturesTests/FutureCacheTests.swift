@@ -3,7 +3,7 @@ import Testing
 @testable import Futures
 import FuturesTestSupport
 
-/// D10: `FutureCache` shares fetches, evicts failures, expires values.
+/// `FutureCache` shares fetches, evicts failures, expires values.
 @Suite("Future cache")
 struct FutureCacheTests {
     /// A fetch the test completes, counting how often it started.

@@ -2,7 +2,7 @@ import Dispatch
 import Testing
 @testable import Futures
 
-/// D10: `Future.deferred` is cold and starts once, on the first demand.
+/// `Future.deferred` is cold and starts once, on the first demand.
 @Suite("Deferred futures")
 struct FutureDeferredTests {
     @Test func doesNotStartUntilSomethingNeedsIt() {

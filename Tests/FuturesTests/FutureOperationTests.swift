@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Futures
 
-/// D10: `FutureOperation` and `OperationQueue.addFuture`.
+/// `FutureOperation` and `OperationQueue.addFuture`.
 @Suite("Operations")
 struct FutureOperationTests {
     @Test func anOperationRunsUntilItsFutureCompletes() async throws {

@@ -2,7 +2,7 @@ import Dispatch
 import Testing
 @testable import Futures
 
-/// D10: `Future.race(_:until:)`, CollapsingFutures' race of cancellable operations.
+/// `Future.race(_:until:)`, CollapsingFutures' race of cancellable operations.
 @Suite("Racing cancellable operations")
 struct FutureRaceOperationsTests {
     /// Operations whose promises and tokens the test controls.

@@ -2,7 +2,7 @@ import Dispatch
 import Testing
 @testable import Futures
 
-/// D9: joins report the mean progress of their members (races: the leading member's), set up only
+/// Joins report the mean progress of their members (races: the leading member's), set up only
 /// when someone follows the join's progress.
 @Suite("Join progress")
 struct JoinProgressTests {

@@ -3,7 +3,7 @@ import Testing
 import FuturesTestSupport
 @testable import Futures
 
-/// D9: producer-reported progress that composes through chains.
+/// Producer-reported progress that composes through chains.
 @Suite("Progress")
 struct ProgressTests {
     @Test func promiseProgressIsClampedAndNaNIgnored() {

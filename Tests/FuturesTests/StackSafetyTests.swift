@@ -1,7 +1,7 @@
 import Testing
 @testable import Futures
 
-/// D6: chains of a million links run and are released on a 512 KiB stack, and a recursive
+/// Chains of a million links run and are released on a 512 KiB stack, and a recursive
 /// asynchronous loop runs in constant memory.
 @Suite("Stack safety and memory", .serialized)
 struct StackSafetyTests {

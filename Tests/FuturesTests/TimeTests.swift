@@ -2,7 +2,7 @@ import Testing
 import FuturesTestSupport
 @testable import Futures
 
-/// D10's time operators, on a manual clock: no test sleeps.
+/// The time operators, on a manual clock: no test sleeps.
 @Suite("Time")
 struct TimeTests {
     @Test func afterSucceedsOnceTheDurationHasPassed() async throws {

@@ -170,7 +170,7 @@ extension Future {
         // the join can never complete: it becomes never-like too (rather than a broken promise).
         if !neverLike.isEmpty, state.holdWeakly(neverLike) { promise.complete(with: .never) }
         promise.onCancel { state.withdrawFromPending() }
-        // Progress (D9), set up only when someone follows the join's progress.
+        // Progress, set up only when someone follows the join's progress.
         let count = members.count  // not `members`: the join must not hold never-like ones strongly
         promise.storage.setProgressDemand { target in
             let meter = JoinMeter(count: count, kind: progress)
