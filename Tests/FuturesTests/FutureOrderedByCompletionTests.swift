@@ -17,6 +17,7 @@ struct FutureOrderedByCompletionTests {
         #expect(ordered[3].isPending)
         promises[1].future.cancel()
         #expect(ordered[3].outcome?.isCancelled == true)
+        withExtendedLifetime(promises) {}  // released earlier, a pending promise would break
     }
 
     @Test func alreadyCompletedFuturesComeFirst() {

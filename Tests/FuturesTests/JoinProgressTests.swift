@@ -92,6 +92,7 @@ struct JoinProgressTests {
         promises[0].succeed(0)
         promises[2].progress = 0.5
         #expect(outer.progress == (0.5 + 0.25) / 2)
+        withExtendedLifetime(promises) {}  // released earlier, the pending promises would break
     }
 
     @Test func membersReportingFromManyThreadsGiveANonDecreasingSeriesEndingAtOne() async throws {
