@@ -352,10 +352,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         work.cancelled = outcome.isCancelled
         work.withdraw = work.cancelled && consumesUpstream
         swap(&work.upstream, &upstream)
-        if let taken = extras {
-            work.extras = taken
-            extras = nil
-        }
+        if extras != nil { work.extras = extras.take() }  // moved out: released after the unlock
         if let progress { work.progress = progress.complete(success: outcome.isSuccess) }
     }
 
