@@ -18,7 +18,12 @@ let package = Package(
         .executableTarget(name: "futures-demo", dependencies: ["Futures"]),
         // Heap statistics for the tests that check nothing stays allocated (malloc's own counters).
         .target(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
-        .testTarget(name: "FuturesTests", dependencies: ["Futures", "FuturesTestSupport", "CHeapStatistics"]),
+        // Runs one scenario in a process of its own and prints the heap each iteration kept.
+        .executableTarget(name: "futures-leakcheck", dependencies: ["Futures", "CHeapStatistics"], path: "Tests/LeakCheck"),
+        .testTarget(
+            name: "FuturesTests",
+            dependencies: ["Futures", "FuturesTestSupport", "futures-leakcheck"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -168,6 +168,8 @@ final class UnlessRegistration: TokenListener, @unchecked Sendable {
     private var handler: (@Sendable () -> Void)?
     private var mine: (core: TokenCore, id: Int)?
     private var theirs: (core: TokenCore, id: Int)?
+    /// `other` can no longer be cancelled: a registration on it is never stored.
+    private var otherEnded = false
 
     private init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
 
@@ -181,7 +183,11 @@ final class UnlessRegistration: TokenListener, @unchecked Sendable {
             // A side that already decided left `handler` nil: then neither id is worth keeping.
             let decided = registration.handler == nil
             if let theirs {
-                if decided { stale.append((other, theirs)) } else { registration.theirs = (other, theirs) }
+                if decided || registration.otherEnded {
+                    stale.append((other, theirs))
+                } else {
+                    registration.theirs = (other, theirs)
+                }
             }
             if let mine {
                 if decided { stale.append((core, mine)) } else { registration.mine = (core, mine) }
@@ -204,6 +210,7 @@ final class UnlessRegistration: TokenListener, @unchecked Sendable {
         guard input == 0 else {
             // `other` can no longer cancel: the handler now simply waits for the main token.
             let taken = LockTable.withLock(self) { () -> (core: TokenCore, id: Int)? in
+                otherEnded = true
                 var taken: (core: TokenCore, id: Int)?
                 swap(&taken, &self.theirs)
                 return taken

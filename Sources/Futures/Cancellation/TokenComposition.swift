@@ -23,6 +23,8 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
     weak var target: TokenCore?
     /// Each input's registration, while it is stored there.
     private var registrations: [(core: TokenCore, id: Int)?]
+    /// Inputs that were cancelled or can no longer be: a registration on them is never stored.
+    private var ended: [Bool]
     /// `.any`: inputs that can still be cancelled; `.all`: inputs still to be cancelled.
     private var remaining: Int
     /// The composed token was cancelled, made immortal, or freed: nothing more to decide.
@@ -31,6 +33,7 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
     private init(rule: Rule, inputs: Int) {
         self.rule = rule
         registrations = Array(repeating: nil, count: inputs)
+        ended = Array(repeating: false, count: inputs)
         remaining = inputs
     }
 
@@ -43,7 +46,7 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
             // An input that fired or died meanwhile has told the composition inline.
             guard let id = input.add(.notify(composition, input: index)) else { continue }
             let stored = LockTable.withLock(composition) { () -> Bool in
-                guard !composition.finished else { return false }
+                guard !composition.finished, !composition.ended[index] else { return false }
                 composition.registrations[index] = (input, id)
                 return true
             }
@@ -56,6 +59,7 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
         let (target, detached): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
             guard !finished else { return (nil, []) }
             registrations[input] = nil
+            ended[input] = true
             if rule == .all {
                 remaining -= 1
                 guard remaining == 0 else { return (nil, []) }
@@ -70,6 +74,7 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
         let (target, detached): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
             guard !finished else { return (nil, []) }
             registrations[input] = nil
+            ended[input] = true
             if rule == .any {
                 remaining -= 1
                 guard remaining == 0 else { return (nil, []) }

@@ -21,8 +21,9 @@ public struct Backoff<Duration: DurationProtocol & Sendable>: Sendable {
     /// Waits `initial`, then `initial * factor`, `initial * factor²`, ..., at most `maximum`.
     ///
     /// The delay stops growing at `maximum`. Without one, a `Duration` stops growing past a century
-    /// (a wait that long means "never" to a timer), and another duration type once the multiplier
-    /// would no longer fit in an `Int`; it never traps, however many attempts fail.
+    /// (a wait that long means "never" to a timer), and another duration type, whose range the
+    /// backoff cannot know, after growing 2^20-fold (pass a `maximum` to choose). It never traps on
+    /// its own arithmetic and never loops long, however many attempts fail.
     ///
     /// - Parameters:
     ///   - initial: the first delay.
@@ -34,25 +35,26 @@ public struct Backoff<Duration: DurationProtocol & Sendable>: Sendable {
         return Backoff { failedAttempts in
             let growths = max(failedAttempts, 1) - 1
             guard let ceiling else {
-                // A duration type of unknown range: grow while the multiplier fits in an `Int`.
+                // A duration type of unknown range: a bounded multiplier.
                 var multiplier = 1
                 for _ in 0..<growths {
                     let (next, overflow) = multiplier.multipliedReportingOverflow(by: factor)
-                    if overflow || next == multiplier { break }
+                    if overflow || next > 1 << 20 || next == multiplier { break }
                     multiplier = next
                 }
                 return initial * multiplier
             }
             var delay = initial
-            if delay >= ceiling { return ceiling }
             for _ in 0..<growths {
                 // Would `delay * factor` pass the ceiling? Asked without computing a product that
-                // could overflow.
-                if delay > ceiling / factor { return ceiling }
-                if delay <= .zero || factor == 1 { break }
-                delay = delay * factor
+                // could overflow. (Written so that a NaN or infinite floating-point duration stops too.)
+                if !(delay <= ceiling / factor) { return ceiling }
+                guard delay > .zero, factor > 1 else { break }
+                let next = delay * factor
+                if !(next > delay) { break }
+                delay = next
             }
-            return delay
+            return delay <= ceiling ? delay : ceiling
         }
     }
 }

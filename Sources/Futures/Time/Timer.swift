@@ -63,24 +63,22 @@ final class Timer: @unchecked Sendable {
             }
             timer.fire()
         }
-        let cancelNow = TimerThread.shared.withLock { () -> Bool in
-            timer.task = task
-            return timer.cancelled
-        }
-        if cancelNow { task.cancel() }
+        // Nobody else holds the timer yet, so it cannot have been cancelled; it may have fired
+        // already (then the task handle is kept until the timer is released, which is harmless).
+        TimerThread.shared.withLock { timer.task = task }
         return timer
     }
 
     /// The deadline passed: runs the work, unless the timer was cancelled.
     fileprivate func fire() {
-        let work = TimerThread.shared.withLock { () -> (@Sendable () -> Void)? in
-            var taken: (@Sendable () -> Void)?
-            swap(&taken, &self.work)
-            task = nil
+        let (work, task) = TimerThread.shared.withLock { () -> ((@Sendable () -> Void)?, Task<Void, Never>?) in
+            var taken: ((@Sendable () -> Void)?, Task<Void, Never>?)
+            swap(&taken.0, &self.work)
+            swap(&taken.1, &self.task)
             return taken
         }
         work?()
-        releaseOutsideLock(work)
+        releaseOutsideLock((work, task))
     }
 
     /// Stops the timer: its work never runs and is released now.
@@ -151,9 +149,13 @@ final class TimerThread: @unchecked Sendable {
 
     /// Arms `timer` to fire `duration` from now (`duration` is below ``longestSleep``).
     func schedule(_ timer: Timer, after duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = seconds < 0 || attoseconds < 0
-            ? 0 : UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        // A positive duration below `longestSleep` splits safely; a negative one may not (its
+        // seconds can exceed `Int64`), and means "now" anyway.
+        var nanoseconds: UInt64 = 0
+        if duration > .zero {
+            let (seconds, attoseconds) = duration.components
+            nanoseconds = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        }
         let deadline = Self.now() + nanoseconds
         let (wake, start) = withLock { () -> (Bool, Bool) in
             guard !timer.cancelled else { return (false, false) }
@@ -187,8 +189,8 @@ final class TimerThread: @unchecked Sendable {
         siftUp(index)
     }
 
-    /// How many timers are armed (for tests).
-    var scheduledCount: Int { withLock { heap.count } }
+    /// Whether `timer` is in the heap (for tests).
+    func isScheduled(_ timer: Timer) -> Bool { withLock { timer.heapIndex >= 0 } }
 
     /// Checks the heap order and every timer's recorded position (for tests).
     func checkInvariants() {
@@ -214,6 +216,8 @@ final class TimerThread: @unchecked Sendable {
                 wait(nanoseconds: first.deadline - now)
                 continue
             }
+            // A timer cancelled during the wait may be owned only by `first` now; its deinit frees
+            // nothing, since `cancel()` took its work under this mutex.
             var due: [Timer] = []
             while let earliest = heap.first, earliest.deadline <= now {
                 removeLocked(earliest)

@@ -6,4 +6,8 @@
 /// Bytes of heap the process has in use: allocated through malloc and not yet freed.
 size_t heap_statistics_in_use(void);
 
+/// Whether malloc's own counters see the program's allocations: not when a sanitizer replaced
+/// malloc with its own allocator.
+int heap_statistics_available(void);
+
 #endif
