@@ -3,7 +3,8 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The last ``Promise`` of a pending future went away without completing it. Carries where the
     /// promise was made (`#fileID` and `#line`).
     case brokenPromise(file: String, line: Int)
-    /// The future was made to adopt itself, directly or through a cycle of futures adopting each other.
+    /// The future was made to adopt itself, directly or through a cycle of futures that adopt or are
+    /// derived from each other.
     case cycle
     /// A `timeout(after:)` elapsed before the future completed.
     case timedOut

@@ -118,8 +118,9 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
 
     /// Completes the future with whatever `other` completes with (collapsing: no nested futures).
     ///
-    /// If `other` is this promise's own future, or reaches it through other futures adopting each
-    /// other, the cycle fails with ``FutureError/cycle`` as it closes.
+    /// If `other` is this promise's own future, or waits for it through futures derived from it
+    /// (`map`, `recover`, `flatMap`, ...) or adopting each other, every future of the cycle fails
+    /// with ``FutureError/cycle`` as it closes. A cycle through a join is not detected.
     ///
     /// - Parameter other: the future to adopt.
     /// - Returns: `true` if this call decided the future's outcome.

@@ -115,9 +115,9 @@ final class Extras<Value: Sendable> {
     /// Callbacks registered on a completed future while its drain runs (see
     /// ``FutureStorage/drain()``); the drain owner takes them after its current batch.
     @usableFromInline var lateCallbacks = CallbackList<Value>()
-    /// The future this one waits for after adopting it without merging: its union-find parent for
-    /// cycle detection (compressed as it is walked).
-    @usableFromInline weak var waitingOn: FutureStorage<Value>?
+    /// The future this one waits for after adopting it without merging, or, compressed by cycle
+    /// detection, a future further along the same waits (see ``CycleDetection``).
+    @usableFromInline weak var waitingOn: (any CycleNode)?
     /// The progress relation recorded by adoptions while nobody used progress (see
     /// ``ProgressRelation``); it costs no allocation, since an adoption allocates this box anyway.
     var progressRelation: ProgressRelation?
@@ -691,7 +691,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     // MARK: Adopting
 
     enum AdoptionPlan {
-        case rejected, accepted, complete(Outcome<Value>), cycle
+        case rejected, accepted, complete(Outcome<Value>)
+        /// Adopting would close a cycle: these futures on it fail with the adopter.
+        case cycle([any CycleNode])
         /// Wait on the target; only callbacks holding `token` may complete the adopter.
         case wait(FutureStorage<Value>, token: CompleterToken)
         /// The adopter was cancelled first: it counts as a consumer of the target that withdrew.
@@ -722,7 +724,10 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root(collecting: &keepAlive)
             let target = inner.root(collecting: &keepAlive)
-            if target === root || Self.closesCycle(root, adopting: target, keepAlive: &keepAlive) { return .cycle }
+            if target === root { return .cycle([]) }
+            if let members = CycleDetection.cycle(adopting: target, into: root, keepAlive: &keepAlive) {
+                return .cycle(members)
+            }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
                 guard adopter.phase == .pending, adopter.accepts(origin) else {
@@ -825,7 +830,10 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             return true
         case .complete(let outcome):
             return root.finish(outcome, origin: origin)
-        case .cycle:
+        case .cycle(let members):
+            // Every member fails with `.cycle`, from the target on, before the adopter's failure
+            // could reach them through their transforms (a `recover` would see it as an error).
+            for member in members { member.failAsCycle() }
             return root.finish(.failure(FutureError.cycle), origin: origin)
         case .wait(let target, let token):
             // The callback holds the token (which holds nothing), so the adopter's right-to-complete
@@ -835,67 +843,6 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             }, asConsumer: false)  // counted as a consumer above, atomically with the decision
             return true
         }
-    }
-
-    /// Whether `adopter` adopting `target` closes a cycle (called under the adoption lock).
-    ///
-    /// Union-find first: follow the compressed `waitingOn` parents from `target`, compressing the
-    /// path, so long chains stay cheap. A hit is confirmed along the uncompressed `upstream`
-    /// pointers through pending futures, because a compressed pointer can skip a future that was
-    /// just cancelled (its waiters are about to be cancelled too, but are still pending).
-    ///
-    /// Every strong reference taken goes into `keepAlive`, to be released after the lock.
-    private static func closesCycle(
-        _ adopter: FutureStorage<Value>,
-        adopting target: FutureStorage<Value>,
-        keepAlive: inout [AnyObject]
-    ) -> Bool {
-        var node = target
-        var visited: [FutureStorage<Value>] = []
-        var hit = false
-        while let parent = LockTable.withLock(node, { node.phase == .pending ? node.extras?.waitingOn : nil }) {
-            keepAlive.append(parent)
-            let next = parent.root(collecting: &keepAlive)
-            keepAlive.append(next)
-            if next === adopter {
-                hit = true
-                break
-            }
-            visited.append(node)
-            node = next
-        }
-        if !hit, visited.count > 1 {
-            let end = node
-            for waiting in visited {
-                LockTable.withLock(waiting) {
-                    if waiting.phase == .pending { waiting.extras?.waitingOn = end }
-                }
-            }
-        }
-        keepAlive.append(contentsOf: visited)
-        guard hit else { return false }
-        // Confirm along the real edges (a set of seen futures stops a walk around some other cycle).
-        var current: any ConsumerSource = target
-        var seen: Set<ObjectIdentifier> = [ObjectIdentifier(target)]
-        while let next = LockTable.withLock(current, { () -> (any ConsumerSource)? in
-            guard let storage = current as? FutureStorage<Value>, storage.phase == .pending else {
-                return nil
-            }
-            return storage.upstream?.resolved
-        }) {
-            keepAlive.append(next)
-            if next === adopter { return true }
-            guard seen.insert(ObjectIdentifier(next)).inserted else { return false }
-            if let storage = next as? FutureStorage<Value> {
-                let root = storage.root(collecting: &keepAlive)
-                keepAlive.append(root)
-                if root === adopter { return true }
-                current = root
-            } else {
-                current = next
-            }
-        }
-        return false
     }
 }
 

@@ -1,0 +1,119 @@
+/// What cycle detection needs of a future, whatever its value type: a cycle can pass through
+/// transforms that change it (`p.complete(with: p.future.map { String($0) }.map { Int($0)! })`).
+@usableFromInline
+protocol CycleNode: AnyObject {
+    /// The representative of this future's merge set. Called under the adoption lock: the
+    /// references the walk drops go into `garbage`, released after that lock.
+    func cycleRoot(collecting garbage: inout [AnyObject]) -> any CycleNode
+    /// `nil` unless this future is pending; else what it waits for: `upstream`, its source (a
+    /// derived future) or the future it adopted; and `jump`, a compressed pointer further along
+    /// the same path (set on adopters only, whose wait never changes).
+    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)?
+    /// Points this pending adopter's compressed pointer at `ancestor` (does nothing to others).
+    func compressWait(to ancestor: any CycleNode)
+    /// Fails this future with ``FutureError/cycle`` if it is still pending, whoever may complete it.
+    func failAsCycle()
+}
+
+/// Finds the cycle an adoption would close.
+///
+/// A future waits on exactly one other: a derived future on its source, an adopter on the future it
+/// adopted. Adopting `target` closes a cycle when following those waits from `target` reaches the
+/// adopter. The walk jumps along adopters' compressed pointers (union-find with path compression),
+/// so long chains of adoptions stay cheap; a derived future's wait is followed one step at a time,
+/// because a `flatMap` that has not yet adopted will change it, and a pointer that jumped past it
+/// could miss the cycle it closes later. A hit is confirmed along the real waits, since a jump can
+/// skip a future that completed meanwhile (the path is then broken, and there is no cycle).
+///
+/// Joins wait on several futures and record none of them: a cycle through a join is not found.
+@usableFromInline
+enum CycleDetection {
+    /// The futures of the cycle that `adopter` adopting `target` would close, from `target` to the
+    /// one the adopter waits for, or `nil` if it closes none. Called under the adoption lock with
+    /// both futures being roots; every strong reference taken goes into `keepAlive`.
+    static func cycle(
+        adopting target: any CycleNode,
+        into adopter: AnyObject,
+        keepAlive: inout [AnyObject]
+    ) -> [any CycleNode]? {
+        var node = target
+        var adopters: [any CycleNode] = []  // consecutive adopters just walked: compressed together
+        var hit = false
+        while let edges = node.cycleEdges(), let parent = edges.jump ?? edges.upstream {
+            keepAlive.append(parent)
+            let next = parent.cycleRoot(collecting: &keepAlive)
+            keepAlive.append(next)
+            if next === adopter {
+                hit = true
+                break
+            }
+            if edges.jump != nil {
+                adopters.append(node)
+            } else {
+                compress(adopters, to: node, keepAlive: &keepAlive)
+                adopters.removeAll()
+            }
+            node = next
+        }
+        if !hit { compress(adopters, to: node, keepAlive: &keepAlive) }
+        guard hit else { return nil }
+        return confirm(adopting: target, into: adopter, keepAlive: &keepAlive)
+    }
+
+    /// Points each of a run of adopters at the future the run leads to.
+    private static func compress(_ adopters: [any CycleNode], to end: any CycleNode, keepAlive: inout [AnyObject]) {
+        guard adopters.count > 1 else { return }
+        for adopter in adopters { adopter.compressWait(to: end) }
+        keepAlive.append(contentsOf: adopters as [AnyObject])
+    }
+
+    /// Walks the real waits from `target`: the futures passed on the way to `adopter`, or `nil` if
+    /// the path breaks (a future that is no longer pending) or runs around another cycle.
+    private static func confirm(
+        adopting target: any CycleNode,
+        into adopter: AnyObject,
+        keepAlive: inout [AnyObject]
+    ) -> [any CycleNode]? {
+        var members: [any CycleNode] = [target]
+        var seen: Set<ObjectIdentifier> = [ObjectIdentifier(target)]
+        var current = target
+        while let edges = current.cycleEdges(), let upstream = edges.upstream {
+            keepAlive.append(upstream)
+            let next = upstream.cycleRoot(collecting: &keepAlive)
+            keepAlive.append(next)
+            if next === adopter { return members }
+            guard seen.insert(ObjectIdentifier(next)).inserted else { return nil }
+            members.append(next)
+            current = next
+        }
+        return nil
+    }
+}
+
+extension FutureStorage: CycleNode {
+    @usableFromInline
+    func cycleRoot(collecting garbage: inout [AnyObject]) -> any CycleNode {
+        root(collecting: &garbage)
+    }
+
+    @usableFromInline
+    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)? {
+        LockTable.withLock(self) {
+            guard phase == .pending else { return nil }
+            return (extras?.waitingOn, upstream?.resolved as? any CycleNode)
+        }
+    }
+
+    @usableFromInline
+    func compressWait(to ancestor: any CycleNode) {
+        LockTable.withLock(self) {
+            // Overwriting a weak reference frees at most a dead object's memory: no deinit runs.
+            if phase == .pending, let extras, extras.waitingOn != nil { extras.waitingOn = ancestor }
+        }
+    }
+
+    @usableFromInline
+    func failAsCycle() {
+        _ = finish(.failure(FutureError.cycle), origin: nil)
+    }
+}

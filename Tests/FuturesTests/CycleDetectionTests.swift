@@ -1,0 +1,130 @@
+import Dispatch
+import Testing
+@testable import Futures
+
+/// Cycles closed through derived futures (`map`, `recover`, `always`, `flatMap`, ...) fail every
+/// member with `.cycle` when they close, like cycles of plain adoptions.
+@Suite("Cycle detection")
+struct CycleDetectionTests {
+    enum Step: String, CaseIterable, Sendable {
+        case map, recover, always, flatMap, mapError, observe
+
+        /// Whether the step's closure runs on a failure. A member's failure with `.cycle` still
+        /// reaches such a closure through the member's source (its result is discarded).
+        var runsOnFailure: Bool { [.recover, .always, .mapError].contains(self) }
+
+        /// A future derived from `future` by this kind of step; `ran` counts closures that ran.
+        func derive(_ future: Future<Int>, ran: Counter) -> Future<Int> {
+            switch self {
+            case .map: future.map(on: .immediate) { ran.increment(); return $0 + 1 }
+            case .recover: future.recover(on: .immediate) { _ in ran.increment(); return 0 }
+            case .always: future.always(on: .immediate) { _ in ran.increment() }
+            case .flatMap: future.flatMap(on: .immediate) { value in ran.increment(); return Future(value: value) }
+            case .mapError: future.mapError(on: .immediate) { error in ran.increment(); return error }
+            case .observe: future.observe()
+            }
+        }
+    }
+
+    @Test(arguments: Step.allCases, [1, 2, 3, 100])
+    func cyclesThroughDerivedFuturesFailEveryMember(step: Step, length: Int) {
+        let ran = Counter()
+        let promises = (0..<length).map { _ in Promise<Int>() }
+        let derived = promises.map { step.derive($0.future, ran: ran) }
+        for index in 0..<(length - 1) {
+            #expect(promises[index].complete(with: derived[index + 1]))
+            #expect(promises[index].future.isPending, "no cycle yet")
+        }
+        #expect(promises[length - 1].complete(with: derived[0]))
+        for (promise, member) in zip(promises, derived) {
+            #expect(isCycle(promise.future.outcome))
+            #expect(isCycle(member.outcome), "\(step) member")
+        }
+        if !step.runsOnFailure { #expect(ran.value == 0, "no success transform of a cycle member runs") }
+    }
+
+    @Test func aCycleThroughTransformsThatChangeTheTypeFails() {
+        let promise = Promise<Int>()
+        let text = promise.future.map(on: .immediate) { String($0) }
+        let number = text.map(on: .immediate) { Int($0)! }
+        promise.complete(with: number)
+        #expect(isCycle(promise.future.outcome))
+        #expect(isCycle(text.outcome))
+        #expect(isCycle(number.outcome))
+    }
+
+    @Test func aFlatMapReturningAMapOfItsOwnResultFails() {
+        let source = Promise<Int>()
+        let own = Locked<Future<Int>?>(nil)
+        let result = source.future.flatMap(on: .immediate) { _ in own.withLock { $0! }.map(on: .immediate) { $0 + 1 } }
+        own.withLock { $0 = result }
+        source.succeed(1)
+        #expect(isCycle(result.outcome))
+        own.withLock { $0 = nil }
+    }
+
+    @Test func cyclesThroughMixedStepsAndAdoptionsFail() {
+        // p waits on q's map (an adopter), q waits on r's recover, r on p's flatMap.
+        let (p, q, r) = (Promise<Int>(), Promise<Int>(), Promise<Int>())
+        let ran = Counter()
+        p.complete(with: Step.map.derive(q.future, ran: ran))
+        q.complete(with: Step.recover.derive(r.future, ran: ran))
+        let closing = Step.flatMap.derive(p.future, ran: ran)
+        r.complete(with: closing)
+        for future in [p.future, q.future, r.future, closing] { #expect(isCycle(future.outcome)) }
+    }
+
+    @Test(arguments: [2, 3, 100])
+    func twoThreadsClosingOneCycleThroughMapsBothFail(length: Int) {
+        for _ in 0..<50 {
+            let ran = Counter()
+            let promises = (0..<length).map { _ in Promise<Int>() }
+            let derived = promises.map { Step.map.derive($0.future, ran: ran) }
+            for index in 1..<(length - 1) { promises[index].complete(with: derived[index + 1]) }
+            DispatchQueue.concurrentPerform(iterations: 2) { side in
+                if side == 0 {
+                    promises[0].complete(with: derived[1])
+                } else {
+                    promises[length - 1].complete(with: derived[0])
+                }
+            }
+            for (promise, member) in zip(promises, derived) {
+                #expect(isCycle(promise.future.outcome))
+                #expect(isCycle(member.outcome))
+            }
+            #expect(ran.value == 0)
+        }
+    }
+
+    @Test func aChainWhoseSourceCompletedIsNoCycle() {
+        let first = Promise<Int>()
+        let mapped = first.future.map(on: .immediate) { $0 + 1 }
+        first.succeed(1)
+        let other = Promise<Int>()
+        #expect(other.complete(with: mapped))
+        #expect(other.future.outcome?.value == 2)
+    }
+
+    @Test func adoptingTheTailOfALongPendingChainIsNoCycleAndCompletesLater() {
+        let head = Promise<Int>()
+        var tail = head.future
+        for _ in 0..<10_000 { tail = tail.map(on: .immediate) { $0 + 1 } }
+        let adopters = (0..<100).map { _ in Promise<Int>() }
+        for adopter in adopters { #expect(adopter.complete(with: tail)) }
+        #expect(adopters.allSatisfy { $0.future.isPending })
+        head.succeed(0)
+        #expect(adopters.allSatisfy { $0.future.outcome?.value == 10_000 })
+    }
+
+    @Test func aLongChainOfAdoptersThatClosesIsFoundWithoutWalkingItEachTime() {
+        // Each adopter has another consumer, so adoption waits instead of merging: the compressed
+        // pointers keep every adoption cheap, and the closing one still fails every member.
+        let length = 20_000
+        let promises = (0..<length).map { _ in Promise<Int>() }
+        let consumers = promises.map { $0.future.map(on: .immediate) { $0 } }
+        for index in 1..<length { promises[index].complete(with: promises[index - 1].future) }
+        promises[0].complete(with: promises[length - 1].future)
+        #expect(promises.allSatisfy { isCycle($0.future.outcome) })
+        #expect(consumers.allSatisfy { isCycle($0.outcome) })
+    }
+}
