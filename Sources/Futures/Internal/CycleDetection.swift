@@ -100,7 +100,7 @@ extension FutureStorage: CycleNode {
     func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)? {
         LockTable.withLock(self) {
             guard phase == .pending else { return nil }
-            return (extras?.waitingOn, upstream?.resolved as? any CycleNode)
+            return (extras?.waitingOn, upstream?.resolved)
         }
     }
 

@@ -848,7 +848,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
 
 /// A future that consumers can withdraw from (type-erased, since a consumer's value type differs).
 @usableFromInline
-protocol ConsumerSource: AnyObject, Sendable {
+protocol ConsumerSource: CycleNode, Sendable {
     func withdrawConsumer(counted: Bool) -> (any ConsumerSource)?
     /// The future itself (for a ``WeakSource``: its target, if still alive).
     var resolved: (any ConsumerSource)? { get }
@@ -873,6 +873,12 @@ final class WeakSource: ConsumerSource, @unchecked Sendable {
     }
 
     @usableFromInline var resolved: (any ConsumerSource)? { target }
+
+    // Cycle detection resolves a weak source to its target before walking it.
+    @usableFromInline func cycleRoot(collecting garbage: inout [AnyObject]) -> any CycleNode { self }
+    @usableFromInline func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)? { nil }
+    @usableFromInline func compressWait(to ancestor: any CycleNode) {}
+    @usableFromInline func failAsCycle() {}
 }
 
 /// The bits of ``FutureStorage/flags``.
