@@ -54,6 +54,9 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
     }
 
     deinit {
+        #if DEBUG
+        LockChecks.checkNotFreedUnderStripe("a promise")
+        #endif
         // A deinit always runs unspecialised: keep the usual path (already completed) free of the
         // generic work of breaking, which would look up type metadata on entry.
         if !settled, storage.isPendingFor(storage) { breakPromise() }

@@ -65,6 +65,9 @@ final class TokenCore: @unchecked Sendable {
     }
 
     deinit {
+        #if DEBUG
+        LockChecks.checkNotFreedUnderStripe("a cancellation token")
+        #endif
         // Nobody holds this composed token and nothing is registered on it: stop listening.
         composition?.detach()
     }

@@ -229,6 +229,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     }
 
     deinit {
+        #if DEBUG
+        LockChecks.checkNotFreedUnderStripe("a future")
+        #endif
         // A pending future's callbacks may hold the next future of a long chain, and a link holds
         // the next link: release them in a loop, not by recursion.
         guard mayHoldChain else { return }

@@ -98,10 +98,16 @@ enum LockTable {
     }
 
     /// Runs `body` holding the stripe lock of `object`. `body` must not call user code, take another
-    /// stripe lock, or release the last reference to anything (return it instead).
+    /// stripe lock, or release the last reference to anything (return it instead). Debug builds
+    /// check the second rule here, and the third in the deinits of futures, promises and tokens
+    /// (see ``LockChecks``).
     @inlinable
     static func withLock<R>(_ object: AnyObject, _ body: () throws -> R) rethrows -> R {
         let lock = lock(at: index(of: object))
+        #if DEBUG
+        LockChecks.willLockStripe()
+        defer { LockChecks.didUnlockStripe() }
+        #endif
         RawLockOps.lock(lock)
         defer { RawLockOps.unlock(lock) }
         return try body()
@@ -115,6 +121,10 @@ enum LockTable {
         if a == b { return try withLock(first, body) }
         let low = lock(at: min(a, b))
         let high = lock(at: max(a, b))
+        #if DEBUG
+        LockChecks.willLockStripe()
+        defer { LockChecks.didUnlockStripe() }
+        #endif
         RawLockOps.lock(low)
         RawLockOps.lock(high)
         defer {
@@ -178,4 +188,39 @@ final class Locked<State>: @unchecked Sendable {
 @inlinable @inline(__always)
 func releaseOutsideLock<Garbage>(_ garbage: consuming Garbage) {
     withExtendedLifetime(garbage) {}
+}
+
+/// Debug-build checks of the stripe-lock rules: a thread never takes a stripe lock while it holds
+/// one (two at once only through ``LockTable/withLocks(_:_:_:)``, which counts as one), and never
+/// frees a future, a promise or a token while it holds one (their deinits may run user code and
+/// take stripe locks). Release builds compile none of it.
+@usableFromInline
+enum LockChecks {
+    /// Per thread: whether it holds a stripe lock (a non-null value) or not.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let error = pthread_key_create(&key, nil)
+        precondition(error == 0, "pthread_key_create failed: \(error)")
+        return key
+    }()
+
+    /// Whether this thread holds a stripe lock.
+    @usableFromInline static var holdsStripe: Bool { pthread_getspecific(key) != nil }
+
+    @usableFromInline
+    static func willLockStripe() {
+        precondition(!holdsStripe, "a stripe lock was taken while this thread already held one (a nested withLock)")
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1))
+    }
+
+    @usableFromInline
+    static func didUnlockStripe() {
+        pthread_setspecific(key, nil)
+    }
+
+    /// Traps if this thread holds a stripe lock: `what` is being freed under it.
+    @usableFromInline
+    static func checkNotFreedUnderStripe(_ what: StaticString) {
+        precondition(!holdsStripe, "\(what) was freed under a stripe lock; release it after the unlock")
+    }
 }
