@@ -209,4 +209,80 @@ struct TokenLifetimeTests {
         }
         #expect(finished.wait(timeout: .now() + 120) == .success)
     }
+
+    @Test func unlessNeverRunsWhenTheOtherTokensCancellationCausedThisOne() {
+        let parent = CancellationSource()
+        let child = CancellationSource(linkedTo: parent.token)
+        let user = CancellationSource()
+        let deadline = CancellationSource()
+        let runs = Counter()
+        child.token.onCancel(unless: parent.token) { runs.increment() }
+        CancellationToken.either(user.token, deadline.token).onCancel(unless: user.token) { runs.increment() }
+        parent.cancel()
+        user.cancel()
+        #expect(child.token.isCancelled)
+        #expect(runs.value == 0, "the other token was cancelled first in both cases")
+        #expect(parent.token.core?.handlerCount == 0 && user.token.core?.handlerCount == 0)
+    }
+
+    /// Chains of tokens far deeper than a thread's stack could hold as a recursion, on a 512 KiB
+    /// stack: cancelled from the root, made immortal, and dropped.
+    @Test func deepTokenGraphsRunInALoop() {
+        let depth = 100_000
+        onSmallStack {
+            // Linked sources, cancelled from the root.
+            let root = CancellationSource()
+            var chain = [root]
+            for _ in 0..<depth { chain.append(CancellationSource(linkedTo: chain.last!.token)) }
+            let reached = Counter()
+            chain.last!.token.onCancel { reached.increment() }
+            root.cancel()
+            #expect(reached.value == 1)
+            #expect(chain.allSatisfy { $0.token.isCancelled })
+        }
+        onSmallStack {
+            // Nested `either`, cancelled from the innermost source.
+            let innermost = CancellationSource()
+            var token = innermost.token
+            let others = (0..<depth).map { _ in CancellationSource() }
+            for other in others { token = CancellationToken.either(token, other.token) }
+            let reached = Counter()
+            token.onCancel { reached.increment() }
+            innermost.cancel()
+            #expect(reached.value == 1)
+        }
+        onSmallStack {
+            // Nested `both`, whose sources are released: nothing can cancel it any more.
+            var sources: [CancellationSource]? = (0...depth).map { _ in CancellationSource() }
+            var token = sources![0].token
+            for source in sources!.dropFirst() { token = CancellationToken.both(token, source.token) }
+            #expect(token.canBeCancelled)
+            sources = nil
+            #expect(!token.canBeCancelled)
+        }
+        onSmallStack {
+            // Nested `either`, dropped: each composed token detaches from its inputs as it goes.
+            let app = CancellationSource()
+            do {
+                var token = app.token
+                let others = (0..<depth).map { _ in CancellationSource() }
+                for other in others { token = CancellationToken.either(token, other.token) }
+                #expect(app.token.core?.handlerCount == 1)
+            }
+            #expect(app.token.core?.handlerCount == 0)
+        }
+    }
+
+    @Test func aHandlerThatCancelsAnotherTokenSeesItCancelledAndItsHandlersRunBeforeCancelReturns() {
+        let first = CancellationSource()
+        let second = CancellationSource()
+        let order = Recorder<String>()
+        second.token.onCancel { order.append("second's handler") }
+        first.token.onCancel {
+            second.cancel()
+            order.append(second.token.isCancelled ? "second is cancelled" : "second is not cancelled")
+        }
+        first.cancel()
+        #expect(order.all == ["second is cancelled", "second's handler"])
+    }
 }

@@ -166,15 +166,20 @@ final class UnlessRegistration: TokenListener, @unchecked Sendable {
     // Safety: `handler`, `mine` and `theirs` are only touched under `LockTable.withLock(self)`; the
     // handler runs, and registrations are removed, after that lock is released.
     private var handler: (@Sendable () -> Void)?
+    /// The token whose cancellation makes the handler unnecessary.
+    private let other: TokenCore
     private var mine: (core: TokenCore, id: Int)?
     private var theirs: (core: TokenCore, id: Int)?
     /// `other` can no longer be cancelled: a registration on it is never stored.
     private var otherEnded = false
 
-    private init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
+    private init(_ handler: @escaping @Sendable () -> Void, unless other: TokenCore) {
+        self.handler = handler
+        self.other = other
+    }
 
     static func register(_ handler: @escaping @Sendable () -> Void, on core: TokenCore, unless other: TokenCore) {
-        let registration = UnlessRegistration(handler)
+        let registration = UnlessRegistration(handler, unless: other)
         // `other` first: if it fires meanwhile, the handler is gone before `core` can run it.
         let theirs = other.add(.notify(registration, input: 1))
         let mine = core.add(.notify(registration, input: 0))
@@ -202,7 +207,9 @@ final class UnlessRegistration: TokenListener, @unchecked Sendable {
         // Take the other side's registration off its token; this side's already ran.
         if input == 0, let theirs { theirs.core.remove(theirs.id) }
         if input == 1, let mine { mine.core.remove(mine.id) }
-        if input == 0 { handler?() }
+        // `other` may have been cancelled first and caused this cancellation (a token linked to it,
+        // or composed from it): its notice has not reached this registration yet, but it won.
+        if input == 0, other.phase != .cancelled { handler?() }
         releaseOutsideLock((handler, mine, theirs))
     }
 

@@ -12,7 +12,7 @@
 /// | an input can no longer be cancelled     | the last live one: immortal   | immortal; detach                |
 /// | the token is freed                      | detach                        | detach                          |
 final class TokenComposition: TokenListener, @unchecked Sendable {
-    // Safety: `registrations`, `remaining` and `finished` are only touched under
+    // Safety: `registrations`, `ended`, `remaining` and `finished` are only touched under
     // `LockTable.withLock(self)`; registrations taken off the inputs are removed after that lock
     // is released, one input lock at a time. `rule` never changes. `target` is a weak reference,
     // which Swift makes safe to read and write from any thread.
@@ -56,7 +56,7 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
     }
 
     func inputCancelled(_ input: Int) {
-        let (target, detached): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
+        let (target, taken): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
             guard !finished else { return (nil, []) }
             registrations[input] = nil
             ended[input] = true
@@ -66,12 +66,13 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
             }
             return (finish(), takeRegistrations())
         }
-        remove(detached)
+        var detached = taken
+        remove(&detached)
         _ = target?.cancel()
     }
 
     func inputAbandoned(_ input: Int) {
-        let (target, detached): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
+        let (target, taken): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
             guard !finished else { return (nil, []) }
             registrations[input] = nil
             ended[input] = true
@@ -81,18 +82,19 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
             }
             return (finish(), takeRegistrations())
         }
-        remove(detached)
+        var detached = taken
+        remove(&detached)
         target?.makeImmortal()
     }
 
     /// The composed token was freed: take every registration off the inputs.
     func detach() {
-        let detached = LockTable.withLock(self) { () -> [(core: TokenCore, id: Int)?] in
+        var detached = LockTable.withLock(self) { () -> [(core: TokenCore, id: Int)?] in
             guard !finished else { return [] }
             finished = true
             return takeRegistrations()
         }
-        remove(detached)
+        remove(&detached)
     }
 
     /// Marks the decision made and returns the composed token, if it still exists (caller holds the
@@ -109,7 +111,14 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
         return taken
     }
 
-    private func remove(_ detached: [(core: TokenCore, id: Int)?]) {
+    /// Takes the registrations off their inputs, then lets go of the inputs: in a loop, since an
+    /// input may be a composed token that this frees, and that detaches in turn.
+    private func remove(_ detached: inout [(core: TokenCore, id: Int)?]) {
         for case let (core, id)? in detached { core.remove(id) }
+        DeferredRelease.release { () -> Any in
+            var taken: [(core: TokenCore, id: Int)?] = []
+            swap(&taken, &detached)
+            return taken
+        }
     }
 }

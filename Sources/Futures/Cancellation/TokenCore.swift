@@ -115,8 +115,9 @@ final class TokenCore: @unchecked Sendable {
             if handlers.isEmpty { swap(&released, &keepAlive) }
             return (removed, released)
         }
-        releaseOutsideLock(removed)
-        releaseOutsideLock(released)
+        // Freeing a composed token detaches it from its inputs, which may free the next one: a loop,
+        // not a recursion as deep as the nesting.
+        DeferredRelease.release { (removed, released) }
     }
 
     /// Cancels: runs the handlers in registration order, on this thread.
@@ -124,9 +125,10 @@ final class TokenCore: @unchecked Sendable {
     /// - Returns: `true` if this call cancelled the token.
     func cancel() -> Bool {
         guard let (taken, released) = end(as: .cancelled) else { return false }
-        for id in taken.keys.sorted() { taken[id]!.cancelled() }
-        releaseOutsideLock(taken)
-        releaseOutsideLock(released)
+        TokenWork.run {
+            for id in taken.keys.sorted() { taken[id]!.cancelled() }
+            DeferredRelease.release { (taken, released) }
+        }
         return true
     }
 
@@ -134,9 +136,10 @@ final class TokenCore: @unchecked Sendable {
     /// its handlers are released unrun and its listeners told.
     func makeImmortal() {
         guard let (taken, released) = end(as: .immortal) else { return }
-        for id in taken.keys.sorted() { taken[id]!.abandoned() }
-        releaseOutsideLock(taken)
-        releaseOutsideLock(released)
+        TokenWork.run {
+            for id in taken.keys.sorted() { taken[id]!.abandoned() }
+            DeferredRelease.release { (taken, released) }
+        }
     }
 
     /// The one transition out of `active`: to `cancelled` or `immortal`. Moves the registrations
@@ -152,5 +155,29 @@ final class TokenCore: @unchecked Sendable {
             swap(&released, &keepAlive)
             return (taken, released)
         }
+    }
+}
+
+/// Runs token handlers without nesting: a handler that cancels another token (or makes one
+/// immortal) queues that token's handlers behind its own, on the same thread, so chains of linked
+/// or composed tokens of any depth run in a loop, not in a recursion as deep as the chain. The
+/// token's phase changes at once; only its handlers wait for the running ones.
+enum TokenWork {
+    static func run(_ work: @escaping () -> Void) {
+        let context = ThreadContext.current.takeUnretainedValue()
+        if context.isRunningTokenWork {
+            context.tokenWork.append(work)
+            return
+        }
+        context.isRunningTokenWork = true
+        work()
+        while context.tokenWorkHead < context.tokenWork.count {
+            let next = context.tokenWork[context.tokenWorkHead]
+            context.tokenWorkHead += 1
+            next()
+        }
+        context.tokenWork.removeAll()
+        context.tokenWorkHead = 0
+        context.isRunningTokenWork = false
     }
 }
