@@ -180,4 +180,23 @@ struct TimeTests {
         #expect(inFlight.isCancelled, "the attempt in flight is cancelled")
         #expect(attempts.value == 1)
     }
+
+    /// A cancelled retry whose attempt fails afterwards (it had another consumer, so it was not
+    /// cancelled with the retry) starts no further attempt.
+    @Test func noAttemptStartsAfterARetryIsCancelled() {
+        let attempts = Counter()
+        let current = Locked<Promise<Int>?>(nil)
+        let keep = Recorder<Future<Int>>()
+        let retried = Future<Int>.retry(attempts: 10) {
+            attempts.increment()
+            let promise = Promise<Int>()
+            current.withLock { $0 = promise }
+            keep.append(promise.future.map(on: .immediate) { $0 })  // a second consumer
+            return promise.future
+        }
+        #expect(attempts.value == 1)
+        #expect(retried.cancel())
+        current.withLock { $0 }?.fail(TestError())
+        #expect(attempts.value == 1, "no attempt after cancel")
+    }
 }

@@ -21,9 +21,9 @@ public struct Backoff<Duration: DurationProtocol & Sendable>: Sendable {
     /// Waits `initial`, then `initial * factor`, `initial * factor²`, ..., at most `maximum`.
     ///
     /// The delay stops growing at `maximum`. Without one, a `Duration` stops growing past a century
-    /// (a wait that long means "never" to a timer), and another duration type, whose range the
-    /// backoff cannot know, after growing 2^20-fold (pass a `maximum` to choose). It never traps on
-    /// its own arithmetic and never loops long, however many attempts fail.
+    /// (a wait that long means "never" to a timer): it never overflows, however many attempts
+    /// fail. Another duration type, whose range the backoff cannot know, stops after growing
+    /// 2^20-fold: if `initial * 2^20` could overflow that type, pass a `maximum`.
     ///
     /// - Parameters:
     ///   - initial: the first delay.
@@ -88,13 +88,20 @@ extension Future {
         _ operation: @escaping @Sendable () -> Future<Value>
     ) -> Future<Value> {
         precondition(attempts >= 1, "retry needs at least one attempt")
+        // Set as the result is cancelled. A step whose future was cancelled may still see its
+        // source's outcome (its registration stays on the source until that completes), so each
+        // step checks it before starting a wait or an attempt.
+        let stopped = Locked(false)
         @Sendable func attempt(_ number: Int) -> Future<Value> {
             operation().flatMapError(on: .immediate) { error in
                 guard number < attempts, shouldRetry(error) else { throw error }
+                if stopped.withLock({ $0 }) { return .cancelled }
                 return Future<Void>.after(backoff.delay(number), value: (), clock: clock)
-                    .flatMap(on: .immediate) { attempt(number + 1) }
+                    .flatMap(on: .immediate) { stopped.withLock { $0 } ? .cancelled : attempt(number + 1) }
             }
         }
-        return attempt(1)
+        let result = attempt(1)
+        result.whenCancelled(on: .immediate) { stopped.withLock { $0 = true } }
+        return result
     }
 }
