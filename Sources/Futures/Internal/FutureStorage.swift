@@ -272,9 +272,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         return root
     }
 
-    /// ``root()`` for a caller that holds the adoption lock: the references the walk drops (links
-    /// it rewrote, the futures it passed) go into `garbage`, for the caller to release after its
-    /// lock, since the last of them may free a future.
+    /// ``root()``, handing the references the walk drops (links it rewrote, the futures it passed)
+    /// to the caller in `garbage`: a caller holding the adoption lock releases them after it, since
+    /// the last of them may free a future.
     @usableFromInline
     final func root(collecting garbage: inout [AnyObject]) -> FutureStorage<Value> {
         var node = self

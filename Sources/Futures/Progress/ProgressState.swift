@@ -1,10 +1,3 @@
-/// The progress of one future, allocated the first time anyone sets or observes it: futures that
-/// never use progress pay one nil field for it.
-///
-/// A future's progress is its producer's (``Promise/progress``), or follows its upstream:
-/// unchanged for `map`, `recover`, `always`, `observe()` and the like, weighted for
-/// `flatMap(progressWeight:)`. Following is set up lazily, when someone observes progress
-/// downstream, by subscribing each future to its upstream, up to the producer.
 /// Receives a progress value and its version; versions only grow, so a receiver drops anything
 /// older than what it already has (notifications are sent after the lock, and can overtake).
 @usableFromInline
@@ -70,6 +63,13 @@ struct ProgressRelation {
     }
 }
 
+/// The progress of one future, allocated the first time anyone sets or observes it: futures that
+/// never use progress pay one nil field for it.
+///
+/// A future's progress is its producer's (``Promise/progress``), or follows its upstream:
+/// unchanged for `map`, `recover`, `always`, `observe()` and the like, weighted for
+/// `flatMap(progressWeight:)`. Following is set up lazily, when someone observes progress
+/// downstream, by subscribing each future to its upstream, up to the producer.
 @usableFromInline
 final class ProgressState {
     // Guarded by the owning future's stripe lock.
