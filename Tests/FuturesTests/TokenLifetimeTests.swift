@@ -285,4 +285,51 @@ struct TokenLifetimeTests {
         first.cancel()
         #expect(order.all == ["second is cancelled", "second's handler"])
     }
+
+    /// Freeing a handler's captures inside the token loop may release a source, whose token work
+    /// then queues: none of it is lost, and nothing corrupts the queue.
+    @Test func workQueuedWhileTheLoopFreesHandlersStillRuns() {
+        final class Owner: Sendable {
+            let source = CancellationSource()
+        }
+        for _ in 0..<100 {
+            let parent = CancellationSource()
+            let child = CancellationSource(linkedTo: parent.token)
+            let other = CancellationSource()
+            var owner: Owner? = Owner()
+            let composed = CancellationToken.both(owner!.source.token, other.token)
+            do {
+                let captured = owner!
+                child.token.onCancel { _ = captured }
+            }
+            owner = nil
+            #expect(composed.canBeCancelled)
+            parent.cancel()
+            #expect(!composed.canBeCancelled, "the owner's source was released: both can never fire")
+            #expect(other.token.core?.handlerCount == 0)
+        }
+    }
+
+    @Test func aHandlerRegisteredOnATokenWhoseHandlersAreQueuedRunsAfterThem() {
+        let first = CancellationSource()
+        let second = CancellationSource()
+        let order = Recorder<String>()
+        second.token.onCancel { order.append("second's first handler") }
+        first.token.onCancel {
+            second.cancel()
+            second.token.onCancel { order.append("registered after the cancel") }
+        }
+        first.cancel()
+        #expect(order.all == ["second's first handler", "registered after the cancel"])
+    }
+
+    @Test func unlessRunsWhenBothTokensAreCancelledTogetherAndThisOneFirst() {
+        let parent = CancellationSource()
+        let main = CancellationSource(linkedTo: parent.token)
+        let other = CancellationSource(linkedTo: parent.token)
+        let runs = Counter()
+        main.token.onCancel(unless: other.token) { runs.increment() }
+        parent.cancel()
+        #expect(runs.value == 1, "main was cancelled before other")
+    }
 }

@@ -145,7 +145,12 @@ public final class CancellationSource: Sendable {
         if let parentRegistration { parentRegistration.core.remove(parentRegistration.id) }
     }
 
-    /// Cancels the token and runs its handlers on the calling thread.
+    /// Cancels the token and runs its handlers on the calling thread, in registration order.
+    ///
+    /// Called from inside another token's handler, it cancels the token at once (``CancellationToken/isCancelled``
+    /// is `true` when it returns) and queues its handlers behind the running ones: they run, on this
+    /// thread, before the outermost `cancel()` returns. So chains of tokens of any depth never
+    /// deepen the stack; a handler must not block waiting for the handlers of a token it cancels.
     ///
     /// - Returns: `true` if this call cancelled the token; `false` if it already was.
     @discardableResult
@@ -172,6 +177,8 @@ final class UnlessRegistration: TokenListener, @unchecked Sendable {
     private var theirs: (core: TokenCore, id: Int)?
     /// `other` can no longer be cancelled: a registration on it is never stored.
     private var otherEnded = false
+    /// `other` was already cancelled when the main token was: the handler must not run.
+    private var otherWasFirst = false
 
     private init(_ handler: @escaping @Sendable () -> Void, unless other: TokenCore) {
         self.handler = handler
@@ -209,8 +216,13 @@ final class UnlessRegistration: TokenListener, @unchecked Sendable {
         if input == 1, let mine { mine.core.remove(mine.id) }
         // `other` may have been cancelled first and caused this cancellation (a token linked to it,
         // or composed from it): its notice has not reached this registration yet, but it won.
-        if input == 0, other.phase != .cancelled { handler?() }
+        if input == 0, !LockTable.withLock(self, { otherWasFirst }) { handler?() }
         releaseOutsideLock((handler, mine, theirs))
+    }
+
+    func inputWillCancel(_ input: Int) {
+        guard input == 0, other.phase == .cancelled else { return }
+        LockTable.withLock(self) { otherWasFirst = true }
     }
 
     func inputAbandoned(_ input: Int) {

@@ -56,35 +56,36 @@ final class TokenComposition: TokenListener, @unchecked Sendable {
     }
 
     func inputCancelled(_ input: Int) {
-        let (target, taken): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
-            guard !finished else { return (nil, []) }
-            registrations[input] = nil
-            ended[input] = true
-            if rule == .all {
-                remaining -= 1
-                guard remaining == 0 else { return (nil, []) }
-            }
-            return (finish(), takeRegistrations())
-        }
-        var detached = taken
-        remove(&detached)
-        _ = target?.cancel()
+        let (decided, target) = inputEnded(input, countsDown: rule == .all)
+        if decided { _ = target?.cancel() }
     }
 
     func inputAbandoned(_ input: Int) {
-        let (target, taken): (TokenCore?, [(core: TokenCore, id: Int)?]) = LockTable.withLock(self) {
-            guard !finished else { return (nil, []) }
-            registrations[input] = nil
+        let (decided, target) = inputEnded(input, countsDown: rule == .any)
+        if decided { target?.makeImmortal() }
+    }
+
+    /// Input `input` was cancelled or can no longer be. Decides at once, or, if `countsDown`, when
+    /// it was the last input to end; a decision takes every registration off the inputs.
+    ///
+    /// - Returns: whether this decided, and the composed token to cancel or make immortal.
+    private func inputEnded(_ input: Int, countsDown: Bool) -> (decided: Bool, target: TokenCore?) {
+        let (decided, target, taken) = LockTable.withLock(self) { () -> (Bool, TokenCore?, [(core: TokenCore, id: Int)?]) in
+            guard !finished else { return (false, nil, []) }
             ended[input] = true
-            if rule == .any {
+            // This input's registration is already gone from it; the reference to the input may be
+            // the last one (its source was freed): moved out, released after the lock.
+            var own: [(core: TokenCore, id: Int)?] = [nil]
+            swap(&own[0], &registrations[input])
+            if countsDown {
                 remaining -= 1
-                guard remaining == 0 else { return (nil, []) }
+                guard remaining == 0 else { return (false, nil, own) }
             }
-            return (finish(), takeRegistrations())
+            return (true, finish(), own + takeRegistrations())
         }
         var detached = taken
         remove(&detached)
-        target?.makeImmortal()
+        return (decided, target)
     }
 
     /// The composed token was freed: take every registration off the inputs.

@@ -19,6 +19,11 @@ enum TokenHandler: Sendable {
     func abandoned() {
         if case .notify(let listener, let input) = self { listener.inputAbandoned(input) }
     }
+
+    /// The token is being cancelled; ``cancelled()`` follows, maybe after other handlers.
+    func willCancel() {
+        if case .notify(let listener, let input) = self { listener.inputWillCancel(input) }
+    }
 }
 
 /// Library code that listens to several tokens and must know when one of them can no longer fire.
@@ -27,6 +32,13 @@ protocol TokenListener: AnyObject, Sendable {
     func inputCancelled(_ input: Int)
     /// Input `input` can never be cancelled now: its source was released (outside every lock).
     func inputAbandoned(_ input: Int)
+    /// Input `input` is being cancelled, now; ``inputCancelled(_:)`` follows once its turn comes
+    /// (outside every lock).
+    func inputWillCancel(_ input: Int)
+}
+
+extension TokenListener {
+    func inputWillCancel(_ input: Int) {}
 }
 
 /// The shared state of a token: its phase and its registrations.
@@ -100,8 +112,11 @@ final class TokenCore: @unchecked Sendable {
         }
         switch phase {
         case .active: break
-        case .cancelled: handler.cancelled()
-        case .immortal: handler.abandoned()
+        case .cancelled:
+            // Behind the handlers of a cancellation still queued on this thread, if any.
+            handler.willCancel()
+            TokenWork.run { handler.cancelled() }
+        case .immortal: TokenWork.run { handler.abandoned() }
         }
         return id
     }
@@ -125,9 +140,11 @@ final class TokenCore: @unchecked Sendable {
     /// - Returns: `true` if this call cancelled the token.
     func cancel() -> Bool {
         guard let (taken, released) = end(as: .cancelled) else { return false }
+        // Listeners note, as the token is cancelled, what was already cancelled before it.
+        for handler in taken.values { handler.willCancel() }
         TokenWork.run {
             for id in taken.keys.sorted() { taken[id]!.cancelled() }
-            DeferredRelease.release { (taken, released) }
+            withExtendedLifetime(released) {}
         }
         return true
     }
@@ -138,7 +155,7 @@ final class TokenCore: @unchecked Sendable {
         guard let (taken, released) = end(as: .immortal) else { return }
         TokenWork.run {
             for id in taken.keys.sorted() { taken[id]!.abandoned() }
-            DeferredRelease.release { (taken, released) }
+            withExtendedLifetime(released) {}
         }
     }
 
@@ -161,23 +178,29 @@ final class TokenCore: @unchecked Sendable {
 /// Runs token handlers without nesting: a handler that cancels another token (or makes one
 /// immortal) queues that token's handlers behind its own, on the same thread, so chains of linked
 /// or composed tokens of any depth run in a loop, not in a recursion as deep as the chain. The
-/// token's phase changes at once; only its handlers wait for the running ones.
+/// token's phase changes at once; only its handlers wait for the running ones, and run before the
+/// outermost call returns.
 enum TokenWork {
-    static func run(_ work: @escaping () -> Void) {
+    /// Runs `work` now, or, if token work is already running on this thread, after it. The queue
+    /// owns `work` and releases it inside the loop, so whatever its release frees (sources, composed
+    /// tokens) queues its own work instead of recursing.
+    static func run(_ work: consuming @escaping () -> Void) {
         let context = ThreadContext.current.takeUnretainedValue()
-        if context.isRunningTokenWork {
-            context.tokenWork.append(work)
-            return
-        }
+        context.tokenWork.append(work)
+        guard !context.isRunningTokenWork else { return }
         context.isRunningTokenWork = true
-        work()
         while context.tokenWorkHead < context.tokenWork.count {
-            let next = context.tokenWork[context.tokenWorkHead]
+            var next: (() -> Void)?
+            swap(&next, &context.tokenWork[context.tokenWorkHead])
             context.tokenWorkHead += 1
-            next()
+            next!()
+            next = nil  // released here, while the loop still runs: nested work only queues
         }
-        context.tokenWork.removeAll()
+        context.tokenWork.removeAll()  // every slot is empty: this frees nothing but the buffer
         context.tokenWorkHead = 0
         context.isRunningTokenWork = false
     }
+
+    /// Whether token work is running on this thread.
+    static var isRunning: Bool { ThreadContext.existing?.isRunningTokenWork == true }
 }

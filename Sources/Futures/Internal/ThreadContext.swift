@@ -42,7 +42,7 @@ final class ThreadContext {
     /// True while cancellation-token handlers run on this thread; handlers of tokens they cancel (or
     /// make immortal) in turn queue up instead of recursing.
     @exclusivity(unchecked) var isRunningTokenWork = false
-    @exclusivity(unchecked) var tokenWork: [() -> Void] = []
+    @exclusivity(unchecked) var tokenWork: [(() -> Void)?] = []
     @exclusivity(unchecked) var tokenWorkHead = 0
 
     /// The executor whose job is running on this thread, for ``CurrentExecutor``.
