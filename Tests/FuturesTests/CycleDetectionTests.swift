@@ -127,4 +127,59 @@ struct CycleDetectionTests {
         #expect(promises.allSatisfy { isCycle($0.future.outcome) })
         #expect(consumers.allSatisfy { isCycle($0.outcome) })
     }
+
+    @Test func aRejectedAdoptionFailsNothing() {
+        let p = Promise<Int>()
+        let q = Promise<Int>()
+        #expect(p.complete(with: q.future))
+        let derived = p.future.map(on: .immediate) { $0 + 1 }
+        #expect(!p.complete(with: derived), "p already adopted q")
+        #expect(derived.isPending)
+        q.succeed(1)
+        #expect(derived.outcome?.value == 2)
+    }
+
+    @Test func theFutureAFlatMapCycleMemberReturnsIsWithdrawnFrom() {
+        let p = Promise<Int>()
+        let started = Promise<Int>()
+        let cancelled = Counter()
+        started.onCancel { cancelled.increment() }
+        let member = p.future.flatMapError(on: .immediate) { _ in started.future }
+        p.complete(with: member)
+        #expect(isCycle(p.future.outcome) && isCycle(member.outcome))
+        #expect(started.isCancelled, "the member no longer needs it, and it had no other consumer")
+        #expect(cancelled.value == 1)
+    }
+
+    /// A merge can leave a stale compressed pointer that leads around a loop; the walk must end.
+    @Test func aStaleCompressedPointerCannotTrapTheWalk() {
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = Locked<Int?>(nil)
+        DispatchQueue.global().async {
+            let p = Promise<Int>()
+            let z = p.future.map(on: .immediate) { $0 }
+            let z2 = z.map(on: .immediate) { $0 }
+            let a = Promise<Int>()
+            a.complete(with: z)
+            let aConsumer = a.future.map(on: .immediate) { $0 }
+            let x = Promise<Int>()
+            x.complete(with: a.future)
+            let r = Promise<Int>()
+            r.complete(with: x.future)
+            let trigger = Promise<Void>()
+            trigger.future.whenComplete(on: .immediate) { _ in
+                a.future.cancel()
+                p.complete(with: r.future)
+            }
+            trigger.succeed(())
+            let s = Promise<Int>()
+            s.complete(with: z2)
+            p.future.cancel()
+            outcome.withLock { $0 = s.future.outcome == nil ? -1 : 1 }
+            withExtendedLifetime((aConsumer, s)) {}
+            finished.signal()
+        }
+        #expect(finished.wait(timeout: .now() + 60) == .success, "the cycle walk looped")
+        #expect(outcome.withLock { $0 } == 1)
+    }
 }

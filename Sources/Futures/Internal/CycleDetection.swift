@@ -39,8 +39,16 @@ enum CycleDetection {
         var node = target
         var adopters: [any CycleNode] = []  // consecutive adopters just walked: compressed together
         var hit = false
+        var steps = 0
+        var seen: Set<ObjectIdentifier> = []  // past a few steps: a stale jump could loop
         while let edges = node.cycleEdges(), let parent = edges.jump ?? edges.upstream {
-            keepAlive.append(parent)
+            if let jump = edges.jump { keepAlive.append(jump) }
+            if let upstream = edges.upstream { keepAlive.append(upstream) }
+            steps += 1
+            if steps > 16, !seen.insert(ObjectIdentifier(node)).inserted {
+                hit = true  // let the walk along real waits decide
+                break
+            }
             let next = parent.cycleRoot(collecting: &keepAlive)
             keepAlive.append(next)
             if next === adopter {
@@ -78,6 +86,7 @@ enum CycleDetection {
         var seen: Set<ObjectIdentifier> = [ObjectIdentifier(target)]
         var current = target
         while let edges = current.cycleEdges(), let upstream = edges.upstream {
+            if let jump = edges.jump { keepAlive.append(jump) }
             keepAlive.append(upstream)
             let next = upstream.cycleRoot(collecting: &keepAlive)
             keepAlive.append(next)
@@ -106,10 +115,13 @@ extension FutureStorage: CycleNode {
 
     @usableFromInline
     func compressWait(to ancestor: any CycleNode) {
-        LockTable.withLock(self) {
-            // Overwriting a weak reference frees at most a dead object's memory: no deinit runs.
-            if phase == .pending, let extras, extras.waitingOn != nil { extras.waitingOn = ancestor }
+        // Reading a weak reference makes a strong one: the old pointer is released after the lock.
+        let old = LockTable.withLock(self) { () -> (any CycleNode)? in
+            guard phase == .pending, let extras, let old = extras.waitingOn else { return nil }
+            extras.waitingOn = ancestor
+            return old
         }
+        releaseOutsideLock(old)
     }
 
     @usableFromInline

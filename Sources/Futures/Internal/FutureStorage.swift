@@ -695,12 +695,23 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
 
     enum AdoptionPlan {
         case rejected, accepted, complete(Outcome<Value>)
-        /// Adopting would close a cycle: these futures on it fail with the adopter.
-        case cycle([any CycleNode])
+        /// Adopting closes a cycle: these futures on it fail, then the adopter, whose right to
+        /// complete was handed to `token` as the adoption was accepted.
+        case cycle([any CycleNode], token: CompleterToken)
         /// Wait on the target; only callbacks holding `token` may complete the adopter.
         case wait(FutureStorage<Value>, token: CompleterToken)
         /// The adopter was cancelled first: it counts as a consumer of the target that withdrew.
         case withdrawn(FutureStorage<Value>)
+    }
+
+    /// Whether an adopter that completed this way ended as a consumer that withdrew: cancelled, or
+    /// failed as a member of a cycle (so the future its transform returns is no longer needed).
+    @usableFromInline
+    static func adoptionEnded(_ outcome: Outcome<Value>?) -> Bool {
+        switch outcome {
+        case .cancelled?, .failure(FutureError.cycle)?: true
+        default: false
+        }
     }
 
     /// Makes this future complete with `inner`'s outcome (collapsing), if `origin` may complete it.
@@ -727,14 +738,26 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root(collecting: &keepAlive)
             let target = inner.root(collecting: &keepAlive)
-            if target === root { return .cycle([]) }
-            if let members = CycleDetection.cycle(adopting: target, into: root, keepAlive: &keepAlive) {
-                return .cycle(members)
+            let members = target === root
+                ? [] : CycleDetection.cycle(adopting: target, into: root, keepAlive: &keepAlive)
+            if let members {
+                // Accepted only if the adopter is pending and `origin` may complete it; the right
+                // to complete moves to a token at once, so that no completion (but a cancellation)
+                // can come between the decision and the failures.
+                let adopter = root
+                let token = CompleterToken()
+                return LockTable.withLock(adopter) { () -> AdoptionPlan in
+                    guard adopter.phase == .pending, adopter.accepts(origin) else {
+                        return Self.adoptionEnded(adopter.result) ? .withdrawn(target) : .rejected
+                    }
+                    adopter.ensureExtras.handCompletion(to: token)
+                    return .cycle(members, token: token)
+                }
             }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
                 guard adopter.phase == .pending, adopter.accepts(origin) else {
-                    return adopter.result?.isCancelled == true ? .withdrawn(target) : .rejected
+                    return Self.adoptionEnded(adopter.result) ? .withdrawn(target) : .rejected
                 }
                 switch target.phase {
                 case .linked:
@@ -754,7 +777,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                     } else {
                         extras.handCompletion(to: target)
                     }
-                    extras.waitingOn = target.extras?.waitingOn
+                    let waitingOn = target.extras?.waitingOn
+                    extras.waitingOn = waitingOn
+                    if let waitingOn { keepAlive.append(waitingOn) }  // released after the locks
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
                     if let demand = target.extras?.onProgressDemand {
                         replacedDemand = demand
@@ -833,11 +858,11 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             return true
         case .complete(let outcome):
             return root.finish(outcome, origin: origin)
-        case .cycle(let members):
+        case .cycle(let members, let token):
             // Every member fails with `.cycle`, from the target on, before the adopter's failure
             // could reach them through their transforms (a `recover` would see it as an error).
             for member in members { member.failAsCycle() }
-            return root.finish(.failure(FutureError.cycle), origin: origin)
+            return root.finish(.failure(FutureError.cycle), origin: token)
         case .wait(let target, let token):
             // The callback holds the token (which holds nothing), so the adopter's right-to-complete
             // check never depends on the target's lifetime, and no reference cycle forms.

@@ -88,9 +88,10 @@ extension Future {
         _ operation: @escaping @Sendable () -> Future<Value>
     ) -> Future<Value> {
         precondition(attempts >= 1, "retry needs at least one attempt")
-        // Set as the result is cancelled. A step whose future was cancelled may still see its
-        // source's outcome (its registration stays on the source until that completes), so each
-        // step checks it before starting a wait or an attempt.
+        // Set as the result is cancelled (a producer handler: before its callbacks run). A step
+        // whose future was cancelled may still see its source's outcome (its registration stays on
+        // the source until that completes), so each step checks it before starting a wait or an
+        // attempt.
         let stopped = Locked(false)
         @Sendable func attempt(_ number: Int) -> Future<Value> {
             operation().flatMapError(on: .immediate) { error in
@@ -101,7 +102,7 @@ extension Future {
             }
         }
         let result = attempt(1)
-        result.whenCancelled(on: .immediate) { stopped.withLock { $0 = true } }
+        result.storage.onCancel { stopped.withLock { $0 = true } }
         return result
     }
 }
