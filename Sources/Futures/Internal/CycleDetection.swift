@@ -109,7 +109,9 @@ extension FutureStorage: CycleNode {
     func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)? {
         LockTable.withLock(self) {
             guard phase == .pending else { return nil }
-            return (extras?.waitingOn, upstream?.resolved)
+            // A cast, not a protocol refinement: a `ConsumerSource` that also had to be a
+            // `CycleNode` would cost every derived future a witness-table lookup.
+            return (extras?.waitingOn, upstream?.resolved as? any CycleNode)
         }
     }
 

@@ -296,7 +296,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                 if let old { garbage.append(old) }
             }
         }
-        if !visited.isEmpty { garbage.append(contentsOf: visited as [AnyObject]) }
+        // One by one: appending the array as a sequence would look up a witness table on every
+        // call, linked or not (the compiler hoists it to the top).
+        for passed in visited { garbage.append(passed) }
         return node
     }
 
@@ -517,10 +519,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         ifNever: () -> Void
     ) {
         var entry: CallbackEntry<Value>? = consume callback  // moved into the list, not copied
-        if !attemptRegister(&entry, whilePending: whilePending, ifNever: ifNever) {
-            registerFollowingLinks(&entry, whilePending: whilePending, ifNever: ifNever)
-        }
-        releaseOutsideLock(entry.take())  // not stored (the future is `never`): released here
+        if attemptRegister(&entry, whilePending: whilePending, ifNever: ifNever) { return }
+        registerFollowingLinks(&entry, whilePending: whilePending, ifNever: ifNever)
     }
 
     /// ``register(_:whilePending:ifNever:)`` on a future that was merged into another (out of
@@ -550,7 +550,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                 return .follow
             case .never:
                 ifNever()
-                return .done  // immortal: the callback can never run, so it is not kept
+                // Immortal: the callback can never run, so it is not kept. It stays in the caller's
+                // `entry`, untouched here, and is destroyed with it after the lock.
+                return .done
             case .pending:
                 callbacks.append(entry.take()!)
                 mayHoldChain = true
@@ -704,6 +706,18 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         case withdrawn(FutureStorage<Value>)
     }
 
+    /// ``CycleDetection/cycle(adopting:into:keepAlive:)`` out of line: the conversions to
+    /// `any CycleNode` (a witness-table lookup, which the compiler would hoist to the top of
+    /// `adopt`) stay off the usual adoption path.
+    @usableFromInline @inline(never)
+    static func cycleMembers(
+        adopting target: FutureStorage<Value>,
+        into adopter: FutureStorage<Value>,
+        keepAlive: inout [AnyObject]
+    ) -> [any CycleNode]? {
+        CycleDetection.cycle(adopting: target, into: adopter, keepAlive: &keepAlive)
+    }
+
     /// Whether an adopter that completed this way ended as a consumer that withdrew: cancelled, or
     /// failed as a member of a cycle (so the future its transform returns is no longer needed).
     @usableFromInline
@@ -732,14 +746,15 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         // the last one could free a pending future and run user code (a broken promise's callbacks).
         var keepAlive: [AnyObject] = []
         var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
-        var replacedDemand: (@Sendable (FutureStorage<Value>) -> Void)?
         // Progress to report after the locks, if the adoption changed the adopter's progress.
         var progressChange: (changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool)?
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root(collecting: &keepAlive)
             let target = inner.root(collecting: &keepAlive)
+            // A completed target closes no cycle: no walk (most adoptions, `flatMap { Future(value:) }`).
             let members = target === root
-                ? [] : CycleDetection.cycle(adopting: target, into: root, keepAlive: &keepAlive)
+                ? [] : LockTable.withLock(target, { target.phase == .pending })
+                ? Self.cycleMembers(adopting: target, into: root, keepAlive: &keepAlive) : nil
             if let members {
                 // Accepted only if the adopter is pending and `origin` may complete it; the right
                 // to complete moves to a token at once, so that no completion (but a cancellation)
@@ -781,9 +796,10 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                     extras.waitingOn = waitingOn
                     if let waitingOn { keepAlive.append(waitingOn) }  // released after the locks
                     if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
-                    if let demand = target.extras?.onProgressDemand {
-                        replacedDemand = demand
-                        swap(&replacedDemand, &extras.onProgressDemand)  // the old one, released after the lock
+                    // (A merged join only ever adopts `never`: an adopter has no demand of its own to
+                    // replace, and none is released here.)
+                    if extras.onProgressDemand == nil, let demand = target.extras?.onProgressDemand {
+                        extras.onProgressDemand = demand
                     }
                     // Progress: the target drives the merged node from now on (composed).
                     var relation = adopter.currentRelation
@@ -844,7 +860,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                 }
             }
         }
-        releaseOutsideLock((released, keepAlive, keepUpstream, replacedDemand))
+        releaseOutsideLock(released)
+        releaseOutsideLock(keepAlive)
+        releaseOutsideLock(keepUpstream)
         if let progressChange {
             root.progressAdopted(changed: progressChange.changed, observers: progressChange.observers, refollow: progressChange.refollow)
         }
@@ -876,7 +894,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
 
 /// A future that consumers can withdraw from (type-erased, since a consumer's value type differs).
 @usableFromInline
-protocol ConsumerSource: CycleNode, Sendable {
+protocol ConsumerSource: AnyObject, Sendable {
     func withdrawConsumer(counted: Bool) -> (any ConsumerSource)?
     /// The future itself (for a ``WeakSource``: its target, if still alive).
     var resolved: (any ConsumerSource)? { get }
@@ -901,12 +919,6 @@ final class WeakSource: ConsumerSource, @unchecked Sendable {
     }
 
     @usableFromInline var resolved: (any ConsumerSource)? { target }
-
-    // Cycle detection resolves a weak source to its target before walking it.
-    @usableFromInline func cycleRoot(collecting garbage: inout [AnyObject]) -> any CycleNode { self }
-    @usableFromInline func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)? { nil }
-    @usableFromInline func compressWait(to ancestor: any CycleNode) {}
-    @usableFromInline func failAsCycle() {}
 }
 
 /// The bits of ``FutureStorage/flags``.
