@@ -147,10 +147,11 @@ public final class CancellationSource: Sendable {
 
     /// Cancels the token and runs its handlers on the calling thread, in registration order.
     ///
-    /// Called from inside another token's handler, it cancels the token at once (``CancellationToken/isCancelled``
-    /// is `true` when it returns) and queues its handlers behind the running ones: they run, on this
-    /// thread, before the outermost `cancel()` returns. So chains of tokens of any depth never
-    /// deepen the stack; a handler must not block waiting for the handlers of a token it cancels.
+    /// Called from inside another token's handler, it cancels the token at once
+    /// (``CancellationToken/isCancelled`` is `true` when it returns) and queues its handlers behind
+    /// the running ones: they run, on this thread, before the outermost `cancel()` returns. So
+    /// chains of tokens of any depth never deepen the stack; a handler must not block waiting for
+    /// the handlers of a token it cancels.
     ///
     /// - Returns: `true` if this call cancelled the token; `false` if it already was.
     @discardableResult
