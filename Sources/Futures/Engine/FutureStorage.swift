@@ -718,13 +718,15 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         CycleDetection.cycle(adopting: target, into: adopter, keepAlive: &keepAlive)
     }
 
-    /// Whether an adopter that completed this way ended as a consumer that withdrew: cancelled, or
-    /// failed as a member of a cycle (so the future its transform returns is no longer needed).
-    @usableFromInline
-    static func adoptionEnded(_ outcome: Outcome<Value>?) -> Bool {
-        switch outcome {
-        case .cancelled?, .failure(FutureError.cycle)?: true
-        default: false
+    /// Why this adopter cannot adopt `target` for `origin`, or `nil` if it can (caller holds this
+    /// future's lock): not pending, or `origin` may not complete it. An adopter that ended as a
+    /// consumer that withdrew (cancelled, or failed as a member of a cycle) withdraws from `target`
+    /// too, since nothing needs it any more.
+    final func refusal(of target: FutureStorage<Value>, from origin: AnyObject) -> AdoptionPlan? {
+        guard phase != .pending || !accepts(origin) else { return nil }
+        switch result {
+        case .cancelled?, .failure(FutureError.cycle)?: return .withdrawn(target)
+        default: return .rejected
         }
     }
 
@@ -751,10 +753,14 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         let plan: AdoptionPlan = adoptionLock.withLock {
             root = self.root(collecting: &keepAlive)
             let target = inner.root(collecting: &keepAlive)
-            // A completed target closes no cycle: no walk (most adoptions, `flatMap { Future(value:) }`).
-            let members = target === root
-                ? [] : LockTable.withLock(target, { target.phase == .pending })
-                ? Self.cycleMembers(adopting: target, into: root, keepAlive: &keepAlive) : nil
+            let members: [any CycleNode]?
+            if target === root {
+                members = []
+            } else if LockTable.withLock(target, { target.phase == .pending }) {
+                members = Self.cycleMembers(adopting: target, into: root, keepAlive: &keepAlive)
+            } else {
+                members = nil  // a completed target closes no cycle (most adoptions): no walk
+            }
             if let members {
                 // Accepted only if the adopter is pending and `origin` may complete it; the right
                 // to complete moves to a token at once, so that no completion (but a cancellation)
@@ -762,18 +768,14 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                 let adopter = root
                 let token = CompleterToken()
                 return LockTable.withLock(adopter) { () -> AdoptionPlan in
-                    guard adopter.phase == .pending, adopter.accepts(origin) else {
-                        return Self.adoptionEnded(adopter.result) ? .withdrawn(target) : .rejected
-                    }
+                    if let refusal = adopter.refusal(of: target, from: origin) { return refusal }
                     adopter.ensureExtras.handCompletion(to: token)
                     return .cycle(members, token: token)
                 }
             }
             let adopter = root
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
-                guard adopter.phase == .pending, adopter.accepts(origin) else {
-                    return Self.adoptionEnded(adopter.result) ? .withdrawn(target) : .rejected
-                }
+                if let refusal = adopter.refusal(of: target, from: origin) { return refusal }
                 switch target.phase {
                 case .linked:
                     preconditionFailure("links only change under the adoption lock")

@@ -28,7 +28,6 @@ final class Timer: @unchecked Sendable {
     fileprivate var work: (@Sendable () -> Void)?
     /// The sleeping task, on a clock other than the standard ones.
     fileprivate var task: Task<Void, Never>?
-    fileprivate var cancelled = false
     /// The deadline in nanoseconds of ``TimerThread/now()``, on the standard clocks.
     fileprivate var deadline: UInt64 = 0
     /// The position in the timer thread's heap, or -1 when not in it.
@@ -84,7 +83,6 @@ final class Timer: @unchecked Sendable {
     /// Stops the timer: its work never runs and is released now.
     func cancel() {
         let (work, task) = TimerThread.shared.withLock { () -> ((@Sendable () -> Void)?, Task<Void, Never>?) in
-            cancelled = true
             TimerThread.shared.removeLocked(self)
             var taken: ((@Sendable () -> Void)?, Task<Void, Never>?)
             swap(&taken.0, &self.work)
@@ -157,8 +155,9 @@ final class TimerThread: @unchecked Sendable {
             nanoseconds = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
         }
         let deadline = Self.now() + nanoseconds
+        // Nobody else holds `timer` yet (`Timer.start` arms it before returning it), so it cannot
+        // have been cancelled.
         let (wake, start) = withLock { () -> (Bool, Bool) in
-            guard !timer.cancelled else { return (false, false) }
             timer.deadline = deadline
             timer.heapIndex = heap.count
             heap.append(timer)
