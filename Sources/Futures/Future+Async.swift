@@ -41,7 +41,7 @@ extension Future {
         get async {
             if let outcome = storage.outcome { return outcome }
             if Task.isCancelled {
-                Cancellation.withdraw(from: storage, counted: false)
+                Cancellation.withdraw(from: storage, .uncounted, key: nil)
                 return .cancelled
             }
             let waiter = Waiter<Value>()
@@ -49,16 +49,16 @@ extension Future {
             return await withTaskCancellationHandler {
                 await withUnsafeContinuation { continuation in
                     guard waiter.install(continuation) else {
-                        Cancellation.withdraw(from: storage, counted: false)  // cancelled before it waited
+                        Cancellation.withdraw(from: storage, .uncounted, key: nil)  // cancelled before it waited
                         return
                     }
-                    storage.register({ outcome in waiter.resume(with: outcome) }, asConsumer: true)
+                    storage.register({ outcome in waiter.resume(with: outcome) }, asConsumer: true, owner: waiter)
                     if waiter.markRegistered() {
-                        Cancellation.withdraw(from: storage)  // cancelled while registering
+                        Cancellation.withdraw(from: storage, key: RegistrationKey(waiter))  // cancelled while registering
                     }
                 }
             } onCancel: {
-                if waiter.cancel() { Cancellation.withdraw(from: storage) }
+                if waiter.cancel() { Cancellation.withdraw(from: storage, key: RegistrationKey(waiter)) }
             }
         }
     }

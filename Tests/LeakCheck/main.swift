@@ -49,9 +49,68 @@ let scenarios: [String: () -> Void] = [
     },
 ]
 
+// Consumers and observers that leave one long-lived pending future (a "configuration loaded" or
+// "shutdown" future): each must take its registration off at once. `keeper` is a consumer that stays,
+// so that the others leaving does not cancel `forever`.
+let forever = Promise<Int>()
+let keeper = forever.future.map(on: .immediate) { $0 }
+struct Failed: Error {}
+
+/// Runs the jobs of the tasks that prefer it on the calling thread, when asked: a task awaiting
+/// `forever` runs until it suspends (registered), and after it is cancelled, until it ends.
+final class InlineTaskExecutor: TaskExecutor, @unchecked Sendable {
+    // Safety: `jobs` is only touched under `lock`.
+    private let lock = NSLock()
+    private var jobs: [UnownedJob] = []
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        lock.withLock { jobs.append(job) }
+    }
+
+    func runAll() {
+        while let job = lock.withLock({ jobs.isEmpty ? nil : jobs.removeFirst() }) {
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
+let inline = InlineTaskExecutor()
+
+let leaving: [String: () -> Void] = [
+    "await-cancelled": {
+        let task = Task(executorPreference: inline) { await forever.future.result }
+        inline.runAll()  // registered, suspended
+        task.cancel()
+        inline.runAll()  // resumed with `.cancelled`, ended
+    },
+    "map-cancelled": { precondition(forever.future.map { $0 + 1 }.cancel()) },
+    "map-immediate-cancelled": { precondition(forever.future.map(on: .immediate) { $0 + 1 }.cancel()) },
+    "flatMap-cancelled": { precondition(forever.future.flatMap { Future(value: $0) }.cancel()) },
+    "recover-cancelled": { precondition(forever.future.recover(on: .immediate) { _ in 0 }.cancel()) },
+    "always-cancelled": { precondition(forever.future.always { _ in }.cancel()) },
+    "chain-cancelled": {
+        precondition(forever.future.map(on: .immediate) { $0 }.flatMap { Future(value: $0) }.map { $0 }.cancel())
+    },
+    "adopter-cancelled": { precondition(Future(value: 1).flatMap(on: .immediate) { _ in forever.future }.cancel()) },
+    "observe-cancelled": { precondition(forever.future.observe().cancel()) },
+    "observe-map-cancelled": { precondition(forever.future.observe().map { $0 }.cancel()) },
+    "cancellable-cancelled": {
+        let source = CancellationSource()
+        let derived = forever.future.cancellable(by: source.token)
+        source.cancel()
+        precondition(derived.outcome?.isCancelled == true)
+    },
+    "timeout-long-lived-cancelled": { precondition(forever.future.timeout(after: .seconds(8)).cancel()) },
+    "race-lost": { precondition(Future.race([forever.future, Future(value: 1)]).outcome?.value == 1) },
+    "all-failed-fast": {
+        precondition(Future.all([forever.future, Future(error: Failed())]).outcome?.error is Failed)
+    },
+]
+
 let arguments = CommandLine.arguments.dropFirst()
-guard let name = arguments.first, let body = scenarios[name] else {
-    FileHandle.standardError.write(Data("usage: futures-leakcheck SCENARIO [ITERATIONS]\nscenarios: \(scenarios.keys.sorted().joined(separator: " "))\n".utf8))
+let everyScenario = scenarios.merging(leaving) { first, _ in first }
+guard let name = arguments.first, let body = everyScenario[name] else {
+    FileHandle.standardError.write(Data("usage: futures-leakcheck SCENARIO [ITERATIONS]\nscenarios: \(everyScenario.keys.sorted().joined(separator: " "))\n".utf8))
     exit(2)
 }
 let iterations = arguments.dropFirst().first.flatMap { Int($0) } ?? 20_000

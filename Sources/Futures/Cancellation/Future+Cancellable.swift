@@ -16,7 +16,7 @@ extension Future {
     /// - Returns: a future derived from this one.
     public func cancellable(by token: CancellationToken) -> Future<Value> {
         if token.isCancelled {
-            Cancellation.withdraw(from: storage, counted: false)
+            Cancellation.withdraw(from: storage, .uncounted, key: nil)
             return .cancelled
         }
         let derived = FutureStorage<Value>()

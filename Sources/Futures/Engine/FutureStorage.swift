@@ -1,78 +1,3 @@
-/// A callback stored on a future, run once with its outcome by a drain loop.
-@usableFromInline
-typealias Callback<Value> = @Sendable (Outcome<Value>) -> Void
-
-/// One registered callback: a callback on the outcome; or, stored as is without a wrapping closure
-/// (and so without an allocation), a success handler that runs inline, or a join's member sink
-/// with the member's index.
-@usableFromInline
-enum CallbackEntry<Value: Sendable> {
-    case outcome(Callback<Value>)
-    case success(@Sendable (Value) -> Void)
-    case member(MemberSink<Value>, index: Int)
-
-    @inlinable
-    func run(with outcome: Outcome<Value>) {
-        switch self {
-        case .outcome(let callback): callback(outcome)
-        case .success(let body): if case .success(let value) = outcome { body(value) }
-        case .member(let sink, let index): sink.receive(outcome, index)
-        }
-    }
-
-    /// As a plain callback (allocates, except for `.outcome`: only when it is not first in a list).
-    @inlinable
-    var callback: Callback<Value> {
-        switch self {
-        case .outcome(let callback): return callback
-        case .success(let body): return { outcome in if case .success(let value) = outcome { body(value) } }
-        case .member(let sink, let index): return { outcome in sink.receive(outcome, index) }
-        }
-    }
-}
-
-/// Where a join's members report: one per join, so that a member's callback is this sink and the
-/// member's index, stored inline in the member's callback list, rather than a closure allocated
-/// per member (a third of the allocations of `Future.all`).
-@usableFromInline
-final class MemberSink<Value: Sendable>: Sendable {
-    @usableFromInline let receive: @Sendable (Outcome<Value>, Int) -> Void
-
-    @inlinable init(_ receive: @escaping @Sendable (Outcome<Value>, Int) -> Void) { self.receive = receive }
-}
-
-/// Callbacks in registration order; the first is stored inline, so a future with one callback
-/// allocates no list (SwiftNIO's `CallbackList` idea), and a first inline success handler needs no
-/// wrapping closure either.
-@usableFromInline
-struct CallbackList<Value: Sendable> {
-    @usableFromInline var first: CallbackEntry<Value>?
-    @usableFromInline var rest: [Callback<Value>] = []
-
-    @inlinable init() {}
-
-    @inlinable var isEmpty: Bool { first == nil }
-
-    @inlinable
-    mutating func append(_ entry: consuming CallbackEntry<Value>) {
-        if first == nil { first = entry } else { rest.append(entry.callback) }
-    }
-
-    @inlinable
-    mutating func append(contentsOf other: CallbackList<Value>) {
-        guard let otherFirst = other.first else { return }
-        append(otherFirst)
-        rest.append(contentsOf: other.rest)
-    }
-
-    @inlinable
-    func run(with outcome: Outcome<Value>) {
-        guard let first else { return }
-        first.run(with: outcome)
-        for callback in rest { callback(outcome) }
-    }
-}
-
 /// The lifecycle of a future.
 ///
 /// ```
@@ -115,6 +40,11 @@ final class Extras<Value: Sendable> {
     /// Callbacks registered on a completed future while its drain runs (see
     /// ``FutureStorage/drain()``); the drain owner takes them after its current batch.
     @usableFromInline var lateCallbacks = CallbackList<Value>()
+    /// The index of a long callback list, for removals (see ``CallbackList/remove(_:index:)``).
+    @usableFromInline var registrationIndex: RegistrationIndex?
+    /// The key of this future's registration on its `upstream`, when it is not this future's own:
+    /// after a merge the adopter consumes the target's source through the target's registration.
+    @usableFromInline var upstreamKey: RegistrationKey?
     /// The future this one waits for after adopting it without merging, or, compressed by cycle
     /// detection, a future further along the same waits (see ``CycleDetection``).
     @usableFromInline weak var waitingOn: (any CycleNode)?
@@ -355,7 +285,11 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         work.drain = !callbacks.isEmpty
         draining = work.drain
         work.cancelled = outcome.isCancelled
-        work.withdraw = work.cancelled && consumesUpstream
+        if work.cancelled, upstream != nil {
+            // Leave the upstream: as a consumer, or, for an `observe()` branch, only taking the entry off.
+            work.withdrawal = consumesUpstream ? .counted : .observer
+            work.key = extras?.upstreamKey ?? RegistrationKey(self)
+        }
         swap(&work.upstream, &upstream)
         if extras != nil { work.extras = extras.take() }  // moved out: released after the unlock
         if let progress { work.progress = progress.complete(success: outcome.isSuccess) }
@@ -364,7 +298,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// The work after a completion, outside the lock: producer cancellation handlers, callbacks.
     /// Returns the upstream to withdraw from, if the future was cancelled.
     @inlinable
-    final func afterCompletion(_ work: inout CompletionWork) -> (any ConsumerSource)? {
+    final func afterCompletion(_ work: inout CompletionWork) -> UpstreamLink? {
         // The extras box was detached under the lock, so nothing else reaches it now.
         if work.cancelled, let extras = work.extras {
             for handler in unsafeDowncast(extras, to: Extras<Value>.self).cancelHandlers { handler() }
@@ -373,7 +307,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             for observer in observers { observer(value, version) }
         }
         if work.drain { scheduleDrain() }
-        return work.withdraw ? work.upstream : nil
+        guard let withdrawal = work.withdrawal, let upstream = work.upstream else { return nil }
+        return UpstreamLink(source: upstream, withdrawal: withdrawal, key: work.key)
     }
 
     /// Completes the future (`origin == nil`: cancellation, always allowed while pending). A
@@ -425,7 +360,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// the upstream of a cancelled future.
     @inlinable
     final func finished(_ work: inout CompletionWork) -> Bool {
-        if let upstream = afterCompletion(&work) { Cancellation.withdraw(from: upstream) }
+        if let link = afterCompletion(&work) { Cancellation.withdraw(from: link) }
         return true
     }
 
@@ -472,9 +407,11 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     ///   - callback: the callback; it decides itself whether to hop to an executor.
     ///   - asConsumer: whether the registrant consumes the value (an awaiting task) rather than
     ///     merely observing it. Derived futures use ``register(_:derived:)``.
+    ///   - owner: the registrant, if it will withdraw (its entry is then removed; see
+    ///     ``RegistrationKey``).
     @inlinable
-    final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool) {
-        register(.outcome(callback), whilePending: { node in
+    final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil) {
+        register(.outcome(callback, owner: owner.map(ObjectIdentifier.init)), whilePending: { node in
             if asConsumer { node.consumers += 1 }
         }, ifNever: {})
     }
@@ -496,7 +433,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         consumer: Bool = true
     ) {
         derived.consumesUpstream = consumer
-        register(.outcome(callback), whilePending: { node in
+        register(.outcome(callback, owner: ObjectIdentifier(derived)), whilePending: { node in
             if consumer { node.consumers += 1 }
             if node.immortal {
                 derived.immortal = true
@@ -664,22 +601,29 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
 
     // MARK: Withdrawing
 
-    /// A consumer of this future stopped needing it (`counted`: it was counted in `consumers`;
-    /// otherwise it is one that withdrew as it arrived). If no consumer is left, the future is
-    /// cancelled, atomically with the decision.
+    /// A registrant leaves this future (see ``Withdrawal``): its entry, named by `key`, is taken
+    /// off; a consumer lowers the count, and if no consumer is left the future is cancelled,
+    /// atomically with the decision.
     ///
-    /// - Returns: this future's upstream if this cancelled the future, for the caller's loop.
+    /// - Returns: this future's own upstream link if this cancelled the future, for the caller's loop.
     @usableFromInline
-    final func withdrawConsumer(counted: Bool) -> (any ConsumerSource)? {
+    final func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
         var node = self
         var work = CompletionWork()
+        var removed: CallbackEntry<Value>? = nil  // released after the lock
+        defer { releaseOutsideLock(removed) }
         while true {
             let step: WithdrawStep = LockTable.withLock(node) {
                 switch node.phase {
                 case .linked: return .follow
                 case .completed, .never: return .kept
                 case .pending:
-                    if counted, node.consumers > 0 { node.consumers -= 1 }
+                    if let key { removed = node.removeRegistration(key) }
+                    switch withdrawal {
+                    case .observer: return .kept
+                    case .counted: if node.consumers > 0 { node.consumers -= 1 }
+                    case .uncounted: break
+                    }
                     if node.consumers > 0 { return .kept }
                     node.completeLocked(.cancelled, into: &work)
                     return .cancelled
@@ -691,6 +635,18 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             case .cancelled: return node.afterCompletion(&work)
             }
         }
+    }
+
+    /// Takes the entry registered under `key` off this pending future's callbacks (caller holds the
+    /// lock) and returns it, to be released after the lock.
+    @usableFromInline
+    final func removeRegistration(_ key: RegistrationKey) -> CallbackEntry<Value>? {
+        if callbacks.isEmpty { return nil }
+        if let extras { return callbacks.remove(key, index: &extras.registrationIndex) }
+        var index: RegistrationIndex? = nil
+        let removed = callbacks.remove(key, index: &index)
+        if index != nil { ensureExtras.registrationIndex = index }
+        return removed
     }
 
     // MARK: Adopting
@@ -822,6 +778,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                         adopter.ensureExtras.progressRelation = relation
                     }
                     adopter.consumesUpstream = target.consumesUpstream
+                    // The target's registration on its source stays as it is: withdraw by its key.
+                    extras.upstreamKey = target.extras?.upstreamKey ?? RegistrationKey(target)
                     swap(&adopter.upstream, &target.upstream)  // the adopter's own source has completed
                     swap(&keepUpstream, &target.upstream)      // released after the lock
                     adopter.immortal = target.immortal
@@ -842,6 +800,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                     let token = CompleterToken()
                     extras.handCompletion(to: token)
                     extras.waitingOn = target
+                    extras.upstreamKey = nil  // it registers on the target itself, below
                     adopter.immortal = target.immortal
                     adopter.consumesUpstream = true
                     var relation = adopter.currentRelation
@@ -872,7 +831,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         case .rejected:
             return false
         case .withdrawn(let target):
-            Cancellation.withdraw(from: target, counted: false)
+            Cancellation.withdraw(from: target, .uncounted, key: nil)
             return false
         case .accepted:
             return true
@@ -888,7 +847,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             // check never depends on the target's lifetime, and no reference cycle forms.
             target.register({ [root, token] outcome in
                 _ = root.finish(outcome, origin: token)
-            }, asConsumer: false)  // counted as a consumer above, atomically with the decision
+            }, asConsumer: false, owner: root)  // counted as a consumer above, atomically with the decision
             return true
         }
     }
@@ -897,7 +856,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
 /// A future that consumers can withdraw from (type-erased, since a consumer's value type differs).
 @usableFromInline
 protocol ConsumerSource: AnyObject, Sendable {
-    func withdrawConsumer(counted: Bool) -> (any ConsumerSource)?
+    func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink?
     /// The future itself (for a ``WeakSource``: its target, if still alive).
     var resolved: (any ConsumerSource)? { get }
 }
@@ -916,8 +875,8 @@ final class WeakSource: ConsumerSource, @unchecked Sendable {
     @usableFromInline init(_ target: any ConsumerSource) { self.target = target }
 
     @usableFromInline
-    func withdrawConsumer(counted: Bool) -> (any ConsumerSource)? {
-        target?.withdrawConsumer(counted: counted)
+    func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
+        target?.withdraw(withdrawal, key: key)
     }
 
     @usableFromInline var resolved: (any ConsumerSource)? { target }
@@ -957,9 +916,10 @@ struct CompletionWork {
     /// Whether callbacks are waiting: this completion starts the drain.
     @usableFromInline var drain = false
     @usableFromInline var cancelled = false
-    /// Whether to withdraw from `upstream`: cancelled, and a consumer of it (not an `observe()`
-    /// branch); decided under the lock.
-    @usableFromInline var withdraw = false
+    /// How to leave `upstream`, if the future was cancelled; decided under the lock.
+    @usableFromInline var withdrawal: Withdrawal?
+    /// The key of the future's registration on `upstream`.
+    @usableFromInline var key: RegistrationKey?
     /// The upstream, taken out to be released after the lock (and withdrawn from if cancelled).
     @usableFromInline var upstream: (any ConsumerSource)?
     /// The extras box (with the producer's cancellation handlers), detached to be used and released
@@ -971,15 +931,50 @@ struct CompletionWork {
     @inlinable init() {}
 }
 
+/// How a registrant leaves a future it registered on.
+@usableFromInline
+enum Withdrawal: Sendable {
+    /// A consumer counted in `consumers`: its entry goes, and a future left with no consumer is
+    /// cancelled.
+    case counted
+    /// A consumer that withdrew as it arrived (never counted, no entry, like an already-cancelled
+    /// task): a future with no consumer is cancelled.
+    case uncounted
+    /// An observer, like an `observe()` branch: only its entry goes.
+    case observer
+}
+
+/// A future's registration on the future it consumes or follows: what it withdraws from, how, and
+/// the key of its entry there.
+@usableFromInline
+struct UpstreamLink {
+    @usableFromInline let source: any ConsumerSource
+    @usableFromInline let withdrawal: Withdrawal
+    @usableFromInline let key: RegistrationKey?
+
+    @inlinable init(source: any ConsumerSource, withdrawal: Withdrawal, key: RegistrationKey?) {
+        self.source = source
+        self.withdrawal = withdrawal
+        self.key = key
+    }
+}
+
 @usableFromInline
 enum Cancellation {
-    /// Withdraws a consumer from `source`, and from each future that this cancels in turn.
+    /// Withdraws a registrant from `source` (see ``Withdrawal``), and then each future that this
+    /// cancels from its own upstream, in a loop.
     @usableFromInline
-    static func withdraw(from source: any ConsumerSource, counted: Bool = true) {
-        var next = source.withdrawConsumer(counted: counted)
-        while let upstream = next {
-            next = upstream.withdrawConsumer(counted: true)
+    static func withdraw(from source: any ConsumerSource, _ withdrawal: Withdrawal = .counted, key: RegistrationKey?) {
+        var next = source.withdraw(withdrawal, key: key)
+        while let link = next {
+            next = link.source.withdraw(link.withdrawal, key: link.key)
         }
+    }
+
+    /// Withdraws along `link`, and on up.
+    @inlinable
+    static func withdraw(from link: UpstreamLink) {
+        withdraw(from: link.source, link.withdrawal, key: link.key)
     }
 }
 

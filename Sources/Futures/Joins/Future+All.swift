@@ -140,7 +140,7 @@ extension Future {
         if members.isEmpty { return Future(outcome: settle([])) }
         let promise = Promise<Value>()
         let state = JoinState<Element>(members)
-        let sink = MemberSink<Element> { outcome, index in
+        let sink = MemberSink<Element>(owner: state) { outcome, index in
             let outcome = treatingCancellationAsFailure && outcome.isCancelled
                 ? .failure(FutureError.cancelledMember) : outcome
             switch state.record(outcome, at: index, early: early) {
@@ -312,12 +312,17 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     @inlinable
     func withdrawFromPending() {
         let pending = LockTable.withLock(self) {
-            outcomes.indices.compactMap { index -> (any ConsumerSource)? in
+            outcomes.indices.compactMap { index -> (Int, any ConsumerSource)? in
                 guard outcomes[index] == nil else { return nil }
-                return members[index] ?? weakMembers[index]
+                let member: (any ConsumerSource)? = members[index] ?? weakMembers[index]
+                return member.map { (index, $0) }
             }
         }
-        for member in pending { Cancellation.withdraw(from: member) }
+        // Each member's entry is keyed by this join (its sink's owner) and the member's index.
+        let owner = ObjectIdentifier(self)
+        for (index, member) in pending {
+            Cancellation.withdraw(from: member, key: RegistrationKey(owner: owner, index: index))
+        }
     }
 
     /// Every member still alive, with its index (for progress).

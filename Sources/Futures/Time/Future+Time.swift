@@ -82,7 +82,7 @@ extension Future {
             // the source already withdrawn from.
             let timedOut = CompleterToken()
             guard derived.reserve(for: timedOut, from: derived) else { return }
-            Cancellation.withdraw(from: source)
+            Cancellation.withdraw(from: source, key: RegistrationKey(derived))
             _ = derived.finish(.failure(FutureError.timedOut), origin: timedOut)
         }
         derived.register({ _ in timer.cancel() }, asConsumer: false)

@@ -1,0 +1,188 @@
+/// A callback stored on a future, run once with its outcome by a drain loop.
+@usableFromInline
+typealias Callback<Value> = @Sendable (Outcome<Value>) -> Void
+
+/// Names one registration on a future, so that whoever made it can take it off again: a consumer
+/// that withdrew, or an `observe()` branch that was cancelled, removes its entry at once, closure and
+/// captures included, so a long-lived pending future does not collect the consumers that left it.
+///
+/// `owner` is the registrant's identity (the derived future, the awaiting task's waiter, the
+/// adopting future, the join); `index` tells a join's members apart (one future may be listed twice).
+/// The identity cannot be reused while the entry exists, because the entry holds its owner.
+@usableFromInline
+struct RegistrationKey: Hashable, Sendable {
+    @usableFromInline let owner: ObjectIdentifier
+    @usableFromInline let index: Int
+
+    @inlinable init(owner: ObjectIdentifier, index: Int) {
+        self.owner = owner
+        self.index = index
+    }
+
+    /// The key of a registration made by `owner` (not a join's member).
+    @inlinable init(_ owner: AnyObject) { self.init(owner: ObjectIdentifier(owner), index: -1) }
+}
+
+/// One registered callback: a callback on the outcome, with its owner's identity if it may be
+/// removed; or, stored as is without a wrapping closure (and so without an allocation), a success
+/// handler that runs inline, or a join's member sink with the member's index.
+@usableFromInline
+enum CallbackEntry<Value: Sendable> {
+    case outcome(Callback<Value>, owner: ObjectIdentifier?)
+    case success(@Sendable (Value) -> Void)
+    case member(MemberSink<Value>, index: Int)
+
+    @inlinable
+    func run(with outcome: Outcome<Value>) {
+        switch self {
+        case .outcome(let callback, _): callback(outcome)
+        case .success(let body): if case .success(let value) = outcome { body(value) }
+        case .member(let sink, let index): sink.receive(outcome, index)
+        }
+    }
+
+    /// The key under which the entry can be removed (`nil`: it cannot be).
+    @inlinable
+    var key: RegistrationKey? {
+        switch self {
+        case .outcome(_, let owner): owner.map { RegistrationKey(owner: $0, index: -1) }
+        case .success: nil
+        case .member(let sink, let index): RegistrationKey(owner: sink.owner, index: index)
+        }
+    }
+}
+
+/// Where a join's members report: one per join, so that a member's callback is this sink and the
+/// member's index, stored inline in the member's callback list, rather than a closure allocated
+/// per member (a third of the allocations of `Future.all`).
+@usableFromInline
+final class MemberSink<Value: Sendable>: Sendable {
+    @usableFromInline let receive: @Sendable (Outcome<Value>, Int) -> Void
+    /// The join's identity: with a member's index, the key of that member's registration.
+    @usableFromInline let owner: ObjectIdentifier
+
+    @inlinable init(owner: AnyObject, _ receive: @escaping @Sendable (Outcome<Value>, Int) -> Void) {
+        self.owner = ObjectIdentifier(owner)
+        self.receive = receive
+    }
+}
+
+/// Where the entries of a long callback list sit, so that removing one costs constant time
+/// (amortised): built on the first removal from a list longer than ``CallbackList/linearLimit``,
+/// indexing entries appended since as it goes; removed entries leave holes, closed (and the index
+/// dropped) once they are half the list.
+@usableFromInline
+struct RegistrationIndex {
+    @usableFromInline var positions: [RegistrationKey: Int] = [:]
+    /// How many of the list's `rest` entries are in `positions` (or have no key).
+    @usableFromInline var indexed = 0
+    /// How many holes `rest` has.
+    @usableFromInline var holes = 0
+    /// How many of `rest`'s first entries are known to be holes.
+    @usableFromInline var leadingHoles = 0
+
+    @usableFromInline init() {}
+}
+
+/// Callbacks in registration order; the first is stored inline, so a future with one callback
+/// allocates no list (SwiftNIO's `CallbackList` idea), and a first inline success handler needs no
+/// wrapping closure either.
+///
+/// Invariant: `first == nil` means the list is empty (`rest` is then empty too). `rest` has holes
+/// (`nil`) only while an index (``RegistrationIndex``) covers it.
+@usableFromInline
+struct CallbackList<Value: Sendable> {
+    @usableFromInline var first: CallbackEntry<Value>?
+    @usableFromInline var rest: [CallbackEntry<Value>?] = []
+
+    /// Lists up to this long are searched from the end when an entry is removed.
+    @inlinable static var linearLimit: Int { 16 }
+
+    @inlinable init() {}
+
+    @inlinable var isEmpty: Bool { first == nil }
+
+    /// How many entries the list holds (holes not counted).
+    var count: Int { first == nil ? 0 : 1 + rest.count { $0 != nil } }
+
+    @inlinable
+    mutating func append(_ entry: consuming CallbackEntry<Value>) {
+        if first == nil { first = entry } else { rest.append(entry) }
+    }
+
+    /// Appends the entries of `other` (not its holes).
+    @inlinable
+    mutating func append(contentsOf other: CallbackList<Value>) {
+        guard let otherFirst = other.first else { return }
+        append(otherFirst)
+        for entry in other.rest where entry != nil { rest.append(entry) }
+    }
+
+    @inlinable
+    func run(with outcome: Outcome<Value>) {
+        guard let first else { return }
+        first.run(with: outcome)
+        for entry in rest { entry?.run(with: outcome) }
+    }
+
+    /// Takes off the entry registered under `key`, if it is here, and returns it (for the caller to
+    /// release after its lock). The others keep their order.
+    @usableFromInline
+    mutating func remove(_ key: RegistrationKey, index: inout RegistrationIndex?) -> CallbackEntry<Value>? {
+        if let first, first.key == key {
+            var removed: CallbackEntry<Value>? = nil
+            swap(&removed, &self.first)
+            promoteFirst(index: &index)
+            return removed
+        }
+        if index == nil, rest.count <= Self.linearLimit {
+            guard let position = rest.lastIndex(where: { $0?.key == key }) else { return nil }
+            return rest.remove(at: position)
+        }
+        var built = index.take() ?? RegistrationIndex()  // moved out: a copy would copy the dictionary
+        while built.indexed < rest.count {
+            if let entryKey = rest[built.indexed]?.key { built.positions[entryKey] = built.indexed }
+            built.indexed += 1
+        }
+        guard let position = built.positions.removeValue(forKey: key) else {
+            index = built
+            return nil
+        }
+        var removed: CallbackEntry<Value>? = nil
+        swap(&removed, &rest[position])
+        built.holes += 1
+        close(&built, into: &index)
+        return removed
+    }
+
+    /// After the first entry was removed: the next entry becomes first.
+    @usableFromInline
+    mutating func promoteFirst(index: inout RegistrationIndex?) {
+        if index == nil, rest.count <= Self.linearLimit {
+            if !rest.isEmpty { first = rest.removeFirst() }
+            return
+        }
+        var built = index.take() ?? RegistrationIndex()
+        while built.leadingHoles < rest.count, rest[built.leadingHoles] == nil { built.leadingHoles += 1 }
+        guard built.leadingHoles < rest.count else {
+            rest = []  // only holes were left; the index stays dropped
+            return
+        }
+        swap(&first, &rest[built.leadingHoles])
+        if let key = first?.key { built.positions[key] = nil }
+        built.holes += 1
+        built.leadingHoles += 1
+        close(&built, into: &index)
+    }
+
+    /// Keeps the index, or, once holes are half the list, closes them and drops it (the positions
+    /// change).
+    @usableFromInline
+    mutating func close(_ built: inout RegistrationIndex, into index: inout RegistrationIndex?) {
+        if built.holes * 2 > rest.count {
+            rest.removeAll { $0 == nil }
+        } else {
+            index = built
+        }
+    }
+}

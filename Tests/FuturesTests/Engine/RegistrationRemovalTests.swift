@@ -1,0 +1,125 @@
+import Testing
+@testable import Futures
+
+/// Consumers and observers that leave a pending future take their registration off it at once, so a
+/// long-lived future keeps nothing of them.
+@Suite("Removable registrations")
+struct RegistrationRemovalTests {
+    /// Each scenario leaves one long-lived pending future, which another consumer keeps alive,
+    /// 20,000 times per round (measured in a process of its own).
+    @Test(arguments: [
+        "await-cancelled", "map-cancelled", "map-immediate-cancelled", "flatMap-cancelled",
+        "recover-cancelled", "always-cancelled", "chain-cancelled", "adopter-cancelled",
+        "observe-cancelled", "observe-map-cancelled", "cancellable-cancelled",
+        "timeout-long-lived-cancelled", "race-lost", "all-failed-fast",
+    ])
+    func leavingALongLivedFutureKeepsNothing(scenario: String) throws {
+        guard let kept = try heapKeptPerIteration(scenario) else { return }  // under a sanitizer
+        #expect(kept < 16, "\(scenario) keeps \(kept) B per iteration on a long-lived future")
+    }
+
+    @Test func aCancelledDerivedFutureNeverRunsItsTransform() {
+        let promise = Promise<Int>()
+        let kept = promise.future.map(on: .immediate) { $0 + 1 }
+        let ran = Counter()
+        let left = promise.future.map(on: .immediate) { value -> Int in
+            ran.increment()
+            return value
+        }
+        #expect(left.cancel())
+        promise.succeed(1)
+        #expect(kept.outcome?.value == 2)
+        #expect(ran.value == 0, "the transform of a cancelled map ran")
+    }
+
+    @Test func aCancelledObserveBranchTakesItsEntryOffTheSource() {
+        let promise = Promise<Int>()
+        let keeper = promise.future.map(on: .immediate) { $0 }
+        for _ in 0..<100 { #expect(promise.future.observe().cancel()) }
+        #expect(entryCount(promise.future) == 1)
+        #expect(promise.future.outcome == nil, "an observe() branch never cancels its source")
+        promise.succeed(1)
+        #expect(keeper.outcome?.value == 1)
+    }
+
+    /// Many consumers leave, in registration order, in reverse and interleaved: the list uses its
+    /// index past a few entries; the rest keep their order and each runs once.
+    @Test(arguments: [0, 1, 2])
+    func manyConsumersLeaveAndTheRestRunInOrder(pattern: Int) {
+        let promise = Promise<Int>()
+        let order = Recorder<Int>()
+        var futures: [Future<Int>] = []
+        for index in 0..<3_000 {
+            futures.append(promise.future.map(on: .immediate) { value in
+                order.append(index)
+                return value
+            })
+        }
+        let leaving: [Int] = switch pattern {
+        case 0: Array(0..<3_000).filter { $0 % 3 != 0 }
+        case 1: Array((0..<3_000).reversed()).filter { $0 % 3 != 0 }
+        default: Array(0..<3_000).filter { $0 % 3 != 0 }.sorted { ($0 * 7919) % 3_001 < ($1 * 7919) % 3_001 }
+        }
+        for index in leaving { #expect(futures[index].cancel()) }
+        #expect(entryCount(promise.future) == 1_000)
+        promise.succeed(7)
+        #expect(order.all == Array(stride(from: 0, to: 3_000, by: 3)))
+        for index in stride(from: 0, to: 3_000, by: 3) { #expect(futures[index].outcome?.value == 7) }
+    }
+
+    /// Every entry but one leaves, the first included, again and again: the list empties and
+    /// refills without losing or repeating one.
+    @Test func theFirstEntryLeavingHandsItsPlaceToTheNext() {
+        let promise = Promise<Int>()
+        let ran = Counter()
+        var futures: [Future<Int>] = []
+        for round in 0..<50 {
+            for _ in 0..<40 {
+                futures.append(promise.future.map(on: .immediate) { value in
+                    ran.increment()
+                    return value + round
+                })
+            }
+            // Leave the oldest 39 of those still pending (registration order: always the first).
+            let pending = futures.indices.filter { futures[$0].outcome == nil }
+            for index in pending.prefix(39) { #expect(futures[index].cancel()) }
+        }
+        #expect(entryCount(promise.future) == futures.count { $0.outcome == nil })
+        promise.succeed(1)
+        #expect(ran.value == futures.count { $0.outcome?.value != nil })
+        #expect(futures.allSatisfy { $0.outcome != nil })
+    }
+
+    @Test func aJoinListingOneFutureTwiceLeavesBothEntries() {
+        let promise = Promise<Int>()
+        let keeper = promise.future.map(on: .immediate) { $0 }
+        struct Failure: Error {}
+        let all = Future.all([promise.future, promise.future, Future(error: Failure())])
+        #expect(all.outcome?.error is Failure)
+        #expect(entryCount(promise.future) == 1)
+        promise.succeed(1)
+        #expect(keeper.outcome?.value == 1)
+    }
+
+    /// A cancelled adopter leaves the future it waited on, even after it was merged into another.
+    @Test func aMergedAdopterLeavesWithTheTargetsRegistration() {
+        let source = Promise<Int>()
+        let keeper = source.future.map(on: .immediate) { $0 }
+        let outer = Promise<Int>()
+        // `waiting` waits on `source` (which has a consumer); `outer` then merges `waiting` in.
+        let waiting = Future(value: 0).flatMap(on: .immediate) { _ in source.future }
+        outer.complete(with: waiting)
+        #expect(entryCount(source.future) == 2)
+        #expect(outer.future.cancel())
+        #expect(entryCount(source.future) == 1)
+        #expect(waiting.outcome?.isCancelled == true)
+        source.succeed(1)
+        #expect(keeper.outcome?.value == 1)
+    }
+}
+
+/// How many callbacks a future's root holds.
+private func entryCount<Value>(_ future: Future<Value>) -> Int {
+    let root = future.storage.root()
+    return LockTable.withLock(root) { root.callbacks.count }
+}
