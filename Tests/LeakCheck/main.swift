@@ -107,7 +107,144 @@ let leaving: [String: () -> Void] = [
     },
 ]
 
+// Allocation counts: each body does its operation `units` times; one unit costs the difference
+// between 2 × units and units, so whatever a body allocates once (a task, an array) cancels out.
+
+/// Runs every job at once, on the calling thread: the allocations an executor hop costs the
+/// library, without those of a real queue.
+struct RunAtOnce: Executor {
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
+}
+
+/// Where promises escape to, as they do in real code: the optimiser may otherwise put a promise
+/// that never leaves its function on the stack.
+nonisolated(unsafe) var escaped: AnyObject?
+@inline(never) func escape(_ object: AnyObject) { escaped = object }
+
+let allocationScenarios: [String: (Int) -> Void] = [
+    // A promise completed with nothing registered.
+    "promise": { units in
+        for _ in 0..<units {
+            let promise = Promise<Int>()
+            escape(promise)
+            promise.succeed(1)
+        }
+    },
+    // A pending future with one callback, then completed.
+    "pending-callback": { units in
+        for _ in 0..<units {
+            let promise = Promise<Int>()
+            escape(promise)
+            promise.future.whenComplete(on: .immediate) { _ in }
+            promise.succeed(1)
+        }
+    },
+    "pending-callback-hop": { units in
+        for _ in 0..<units {
+            let promise = Promise<Int>()
+            escape(promise)
+            promise.future.whenComplete(on: RunAtOnce()) { _ in }
+            promise.succeed(1)
+        }
+    },
+    // One step of a `map` chain, registered while pending.
+    "map-step": { units in
+        let promise = Promise<Int>()
+        var future = promise.future
+        for _ in 0..<units { future = future.map(on: .immediate) { $0 + 1 } }
+        promise.succeed(0)
+        precondition(future.outcome?.value == units)
+    },
+    "map-step-hop": { units in
+        let promise = Promise<Int>()
+        var future = promise.future
+        for _ in 0..<units { future = future.map(on: RunAtOnce()) { $0 + 1 } }
+        promise.succeed(0)
+        precondition(future.outcome?.value == units)
+    },
+    // One member of `Future.all` (its promise included), completed after joining.
+    "join-member": { units in
+        let promises = (0..<units).map { _ in Promise<Int>() }
+        let all = Future.all(promises.map(\.future))
+        for promise in promises { promise.succeed(1) }
+        precondition(all.outcome?.value?.count == units)
+    },
+    // `await` of a completed future, in one task.
+    "await-completed": { units in
+        let future = Future(value: 1)
+        _ = Task(executorPreference: inline) {
+            for _ in 0..<units { _ = await future.result }
+        }
+        inline.runAll()
+    },
+    // `await` of a pending future, completed from outside, each in a task of its own; and the same
+    // with a plain checked continuation, for comparison.
+    "await-pending": { units in
+        for _ in 0..<units {
+            let promise = Promise<Int>()
+            _ = Task(executorPreference: inline) { await promise.future.result }
+            inline.runAll()
+            promise.succeed(1)
+            inline.runAll()
+        }
+    },
+    "continuation-pending": { units in
+        for _ in 0..<units {
+            let slot = ContinuationSlot()
+            _ = Task(executorPreference: inline) {
+                await withCheckedContinuation { slot.store($0) }
+            }
+            inline.runAll()
+            slot.resume()
+            inline.runAll()
+        }
+    },
+]
+
+/// Holds one continuation until the test resumes it.
+final class ContinuationSlot: @unchecked Sendable {
+    // Safety: `continuation` is only touched under `lock`.
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, Never>?
+
+    func store(_ continuation: CheckedContinuation<Void, Never>) { lock.withLock { self.continuation = continuation } }
+    func resume() { lock.withLock { continuation.take() }?.resume() }
+}
+
+/// Allocations and bytes one unit of `body` costs (the least over a few rounds).
+func allocationsPerUnit(_ body: (Int) -> Void, units: Int) -> (allocations: Int, bytes: Int) {
+    func counted(_ units: Int) -> (Int, Int) {
+        let (allocations, bytes) = (allocation_count(), allocation_bytes())
+        allocation_counting_set(1)
+        body(units)
+        allocation_counting_set(0)
+        return (allocation_count() - allocations, allocation_bytes() - bytes)
+    }
+    body(units)  // warm up
+    var least = (allocations: Int.max, bytes: Int.max)
+    for _ in 0..<3 {
+        let single = counted(units)
+        let double = counted(2 * units)
+        least.allocations = min(least.allocations, (double.0 - single.0) / units)
+        least.bytes = min(least.bytes, (double.1 - single.1) / units)
+    }
+    return least
+}
+
 let arguments = CommandLine.arguments.dropFirst()
+if arguments.first == "--allocations" {
+    guard let name = arguments.dropFirst().first, let body = allocationScenarios[name] else {
+        FileHandle.standardError.write(Data("usage: futures-leakcheck --allocations SCENARIO\nscenarios: \(allocationScenarios.keys.sorted().joined(separator: " "))\n".utf8))
+        exit(2)
+    }
+    guard allocation_counting_available() != 0 else {
+        print("\(name) unmeasured")
+        exit(0)
+    }
+    let (allocations, bytes) = allocationsPerUnit(body, units: 1_000)
+    print("\(name) \(allocations) \(bytes)")
+    exit(0)
+}
 let everyScenario = scenarios.merging(leaving) { first, _ in first }
 guard let name = arguments.first, let body = everyScenario[name] else {
     FileHandle.standardError.write(Data("usage: futures-leakcheck SCENARIO [ITERATIONS]\nscenarios: \(everyScenario.keys.sorted().joined(separator: " "))\n".utf8))

@@ -107,8 +107,18 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     // since `phase` says whether it is meaningful.
     /// The outcome, or `nil` unless completed (caller holds the lock).
     @inlinable final var result: Outcome<Value>? { phase == .completed ? storedOutcome : nil }
-    /// The future this one was merged into (`phase == .linked`).
-    @exclusivity(unchecked) @usableFromInline final var link: FutureStorage<Value>?
+    /// The future this one was merged into; only while `phase == .linked`. It shares its slot with
+    /// `upstream`: a linked future has none (its adopter took it over), a pending one no link.
+    @inlinable final var link: FutureStorage<Value>? {
+        get {
+            assert(phase == .linked, "only a linked future has a link")
+            return upstream.map { unsafeDowncast($0 as AnyObject, to: FutureStorage<Value>.self) }
+        }
+        set {
+            assert(upstream == nil || phase == .linked, "a link would replace a pending future's upstream")
+            upstream = newValue
+        }
+    }
     @exclusivity(unchecked) @usableFromInline final var extras: Extras<Value>?
     /// The future this one consumes (its source, or the future it waits on after adopting it), to
     /// withdraw from when this one is cancelled; released when this one completes.
@@ -117,6 +127,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// consumers through its callbacks, so this is a cycle while both are pending; it is garbage
     /// only if nothing can ever complete the source, which is exactly when the source is immortal
     /// (rooted in `never`). A promise-rooted chain always completes or breaks.
+    ///
+    /// In a linked future, the slot holds its `link` instead.
     @exclusivity(unchecked) @usableFromInline final var upstream: (any ConsumerSource)?
     /// Whether nothing but cancellation can ever complete this future: it is derived from, or
     /// adopted, `never` or another immortal future. Its consumers hold it weakly.
@@ -168,8 +180,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         DeferredRelease.release {
             var taken = CallbackList<Value>()
             swap(&taken, &callbacks)
-            let next = link
-            link = nil
+            var next: (any ConsumerSource)? = nil  // the link, or the upstream of a pending future
+            swap(&next, &upstream)
             return (taken, next) as Any
         }
     }

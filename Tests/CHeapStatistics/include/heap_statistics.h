@@ -10,4 +10,15 @@ size_t heap_statistics_in_use(void);
 /// malloc with its own allocator.
 int heap_statistics_available(void);
 
+/// Whether the program counts its allocations (glibc, no sanitizer): malloc and its siblings are
+/// replaced by counting wrappers that forward to the C library.
+int allocation_counting_available(void);
+
+/// Starts (non-zero) or stops (zero) counting allocations, on every thread.
+void allocation_counting_set(int on);
+
+/// Allocations (malloc, calloc, realloc, aligned) counted so far, and the bytes they asked for.
+size_t allocation_count(void);
+size_t allocation_bytes(void);
+
 #endif

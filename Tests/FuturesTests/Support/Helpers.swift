@@ -118,20 +118,26 @@ func isCycle<V>(_ outcome: Outcome<V>?) -> Bool {
 /// tests) in a process of its own, where no other test allocates meanwhile. `nil` when the heap
 /// cannot be measured (under a sanitizer, whose allocator malloc's counters do not see).
 func heapKeptPerIteration(_ scenario: String) throws -> Int? {
+    let words = try runLeakCheck([scenario])
+    guard words.count == 2, words[0] == scenario else {
+        throw LeakCheckError(output: words.joined(separator: " "), status: 0)
+    }
+    return words[1] == "unmeasured" ? nil : Int(words[1])
+}
+
+/// Runs `futures-leakcheck` with `arguments`; returns the words it printed.
+func runLeakCheck(_ arguments: [String]) throws -> [String] {
     let process = Process()
     process.executableURL = builtProductsDirectory.appendingPathComponent("futures-leakcheck")
-    process.arguments = [scenario]
+    process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    let words = String(decoding: data, as: UTF8.self).split(separator: " ")
-    guard process.terminationStatus == 0, words.count == 2, words[0] == scenario else {
-        throw LeakCheckError(output: String(decoding: data, as: UTF8.self), status: process.terminationStatus)
-    }
-    let value = words[1].trimmingCharacters(in: .whitespacesAndNewlines)
-    return value == "unmeasured" ? nil : Int(value)
+    let text = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else { throw LeakCheckError(output: text, status: process.terminationStatus) }
+    return text.split(whereSeparator: \.isWhitespace).map(String.init)
 }
 
 struct LeakCheckError: Error {

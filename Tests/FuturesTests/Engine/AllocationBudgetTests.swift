@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+
+/// Allocations per operation, counted in a process of its own (`futures-leakcheck --allocations`):
+/// deterministic, so the budgets are exact. They hold for optimised builds, the code users ship; a
+/// debug build allocates more (unoptimised closures and copies), so there the test only checks that
+/// the meter counts.
+@Suite("Allocation budgets")
+struct AllocationBudgetTests {
+    struct Budget: Sendable, CustomTestStringConvertible {
+        var scenario: String
+        var allocations: Int
+        var bytes: Int
+        var testDescription: String { scenario }
+    }
+
+    @Test(arguments: [
+        // A promise and its future, completed: the promise and the storage.
+        Budget(scenario: "promise", allocations: 2, bytes: 168),
+        // A pending future with one `.immediate` callback: nothing more (the first entry is inline).
+        Budget(scenario: "pending-callback", allocations: 2, bytes: 168),
+        // The same through an executor: the callback's closure, the job, the executor's box.
+        Budget(scenario: "pending-callback-hop", allocations: 6, bytes: 409),
+        // An `.immediate` map step: the derived future, holding its transform.
+        Budget(scenario: "map-step", allocations: 1, bytes: 128),
+        // A map step through an executor.
+        Budget(scenario: "map-step-hop", allocations: 5, bytes: 368),
+        // A join's member, its promise included: the member costs the join no allocation.
+        Budget(scenario: "join-member", allocations: 2, bytes: 232),
+        // `await` of a completed future.
+        Budget(scenario: "await-completed", allocations: 0, bytes: 0),
+    ])
+    func operationsStayWithinTheirAllocationBudgets(budget: Budget) throws {
+        guard let (allocations, bytes) = try allocationsPerOperation(budget.scenario) else { return }
+        #if DEBUG
+        #expect(allocations >= 0 && bytes >= 0)
+        #else
+        #expect(allocations <= budget.allocations, "\(budget.scenario): \(allocations) allocations")
+        #expect(bytes <= budget.bytes, "\(budget.scenario): \(bytes) bytes")
+        #endif
+    }
+
+    /// Awaiting a pending future costs no more allocations than awaiting a checked continuation
+    /// resumed the same way.
+    @Test func awaitingAPendingFutureAllocatesNoMoreThanAContinuation() throws {
+        guard let (future, _) = try allocationsPerOperation("await-pending"),
+              let (continuation, _) = try allocationsPerOperation("continuation-pending") else { return }
+        #if !DEBUG
+        #expect(future <= continuation, "await: \(future) allocations, continuation: \(continuation)")
+        #endif
+        #expect(continuation > 0, "the meter counts a task's allocations")
+    }
+
+    /// The meter counts: a promise allocates at least its storage, in any build.
+    @Test func theAllocationMeterCounts() throws {
+        guard let (allocations, bytes) = try allocationsPerOperation("promise") else { return }
+        #expect(allocations >= 1)
+        #expect(bytes >= 64)
+    }
+}
+
+/// Allocations and bytes per operation of `scenario`, or `nil` where allocations cannot be counted
+/// (under a sanitizer, or off glibc).
+func allocationsPerOperation(_ scenario: String) throws -> (allocations: Int, bytes: Int)? {
+    let words = try runLeakCheck(["--allocations", scenario])
+    guard words.count == 3 || (words.count == 2 && words[1] == "unmeasured"), words[0] == scenario else {
+        throw LeakCheckError(output: words.joined(separator: " "), status: 0)
+    }
+    guard words.count == 3, let allocations = Int(words[1]), let bytes = Int(words[2]) else { return nil }
+    return (allocations, bytes)
+}
