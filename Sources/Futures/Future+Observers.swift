@@ -22,7 +22,7 @@ extension Future {
         whenSuccess(hop: Hop(executor), body)
     }
 
-    @inlinable
+    @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenSuccess(hop: Hop, _ body: @escaping @Sendable (Value) -> Void) {
         if case .inline = hop { return storage.registerInlineSuccess(body) }  // no wrapper to allocate
         storage.register({ outcome in
@@ -83,7 +83,7 @@ extension Future {
         whenComplete(hop: Hop(executor), body)
     }
 
-    @inlinable
+    @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenComplete(hop: Hop, _ body: @escaping @Sendable (Outcome<Value>) -> Void) {
         if case .inline = hop { return storage.register(body, asConsumer: false) }  // no wrapper
         storage.register({ outcome in hop.run(outcome, body) }, asConsumer: false)

@@ -88,12 +88,14 @@ struct RegistrationIndex {
 /// allocates no list (SwiftNIO's `CallbackList` idea), and a first inline success handler needs no
 /// wrapping closure either.
 ///
-/// Invariant: `first == nil` means the list is empty (`rest` is then empty too). `rest` has holes
-/// (`nil`) only while an index (``RegistrationIndex``) covers it.
+/// Invariants: `first == nil` means the list is empty (`rest` is then `nil`); `rest` is `nil` or
+/// not empty, and has holes (`nil` entries) only while an index (``RegistrationIndex``) covers it.
 @usableFromInline
 struct CallbackList<Value: Sendable> {
     @usableFromInline var first: CallbackEntry<Value>?
-    @usableFromInline var rest: [CallbackEntry<Value>?] = []
+    /// The entries after the first; `nil` rather than empty, because an empty array of a generic
+    /// element type costs unspecialised code (drain, adoption) two type-metadata lookups to make.
+    @usableFromInline var rest: [CallbackEntry<Value>?]?
 
     /// Lists up to this long are searched from the end when an entry is removed.
     @inlinable static var linearLimit: Int { 16 }
@@ -103,11 +105,17 @@ struct CallbackList<Value: Sendable> {
     @inlinable var isEmpty: Bool { first == nil }
 
     /// How many entries the list holds (holes not counted).
-    var count: Int { first == nil ? 0 : 1 + rest.count { $0 != nil } }
+    var count: Int { first == nil ? 0 : 1 + (rest?.count { $0 != nil } ?? 0) }
 
-    @inlinable
+    @inlinable @inline(__always)
     mutating func append(_ entry: consuming CallbackEntry<Value>) {
-        if first == nil { first = entry } else { rest.append(entry) }
+        if first == nil { first = entry } else { appendAfterFirst(entry) }
+    }
+
+    /// Out of line: registration, which inlines `append`, stays small for the usual single callback.
+    @inlinable @inline(never)
+    mutating func appendAfterFirst(_ entry: consuming CallbackEntry<Value>) {
+        if rest == nil { rest = [entry] } else { rest!.append(entry) }
     }
 
     /// Appends the entries of `other` (not its holes).
@@ -115,13 +123,15 @@ struct CallbackList<Value: Sendable> {
     mutating func append(contentsOf other: CallbackList<Value>) {
         guard let otherFirst = other.first else { return }
         append(otherFirst)
-        for entry in other.rest where entry != nil { rest.append(entry) }
+        guard let otherRest = other.rest else { return }
+        for entry in otherRest where entry != nil { append(entry!) }
     }
 
     @inlinable
     func run(with outcome: Outcome<Value>) {
         guard let first else { return }
         first.run(with: outcome)
+        guard let rest else { return }
         for entry in rest { entry?.run(with: outcome) }
     }
 
@@ -135,13 +145,15 @@ struct CallbackList<Value: Sendable> {
             promoteFirst(index: &index)
             return removed
         }
-        if index == nil, rest.count <= Self.linearLimit {
-            guard let position = rest.lastIndex(where: { $0?.key == key }) else { return nil }
-            return rest.remove(at: position)
+        guard var entries = rest.take() else { return nil }  // moved out: no copy on write
+        defer { rest = entries.isEmpty ? nil : entries }
+        if index == nil, entries.count <= Self.linearLimit {
+            guard let position = entries.lastIndex(where: { $0?.key == key }) else { return nil }
+            return entries.remove(at: position)
         }
         var built = index.take() ?? RegistrationIndex()  // moved out: a copy would copy the dictionary
-        while built.indexed < rest.count {
-            if let entryKey = rest[built.indexed]?.key { built.positions[entryKey] = built.indexed }
+        while built.indexed < entries.count {
+            if let entryKey = entries[built.indexed]?.key { built.positions[entryKey] = built.indexed }
             built.indexed += 1
         }
         guard let position = built.positions.removeValue(forKey: key) else {
@@ -149,38 +161,40 @@ struct CallbackList<Value: Sendable> {
             return nil
         }
         var removed: CallbackEntry<Value>? = nil
-        swap(&removed, &rest[position])
+        swap(&removed, &entries[position])
         built.holes += 1
-        close(&built, into: &index)
+        Self.close(&entries, &built, into: &index)
         return removed
     }
 
     /// After the first entry was removed: the next entry becomes first.
     @usableFromInline
     mutating func promoteFirst(index: inout RegistrationIndex?) {
-        if index == nil, rest.count <= Self.linearLimit {
-            if !rest.isEmpty { first = rest.removeFirst() }
+        guard var entries = rest.take() else { return }  // `first` stays `nil`: the list is empty
+        defer { rest = entries.isEmpty ? nil : entries }
+        if index == nil, entries.count <= Self.linearLimit {
+            first = entries.removeFirst()
             return
         }
         var built = index.take() ?? RegistrationIndex()
-        while built.leadingHoles < rest.count, rest[built.leadingHoles] == nil { built.leadingHoles += 1 }
-        guard built.leadingHoles < rest.count else {
-            rest = []  // only holes were left; the index stays dropped
+        while built.leadingHoles < entries.count, entries[built.leadingHoles] == nil { built.leadingHoles += 1 }
+        guard built.leadingHoles < entries.count else {
+            entries = []  // only holes were left; the index stays dropped
             return
         }
-        swap(&first, &rest[built.leadingHoles])
+        swap(&first, &entries[built.leadingHoles])
         if let key = first?.key { built.positions[key] = nil }
         built.holes += 1
         built.leadingHoles += 1
-        close(&built, into: &index)
+        Self.close(&entries, &built, into: &index)
     }
 
     /// Keeps the index, or, once holes are half the list, closes them and drops it (the positions
     /// change).
     @usableFromInline
-    mutating func close(_ built: inout RegistrationIndex, into index: inout RegistrationIndex?) {
-        if built.holes * 2 > rest.count {
-            rest.removeAll { $0 == nil }
+    static func close(_ entries: inout [CallbackEntry<Value>?], _ built: inout RegistrationIndex, into index: inout RegistrationIndex?) {
+        if built.holes * 2 > entries.count {
+            entries.removeAll { $0 == nil }
         } else {
             index = built
         }
