@@ -592,21 +592,27 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     }
 
     /// Hands the right to complete this pending future from `origin` to `newCompleter`, so that
-    /// completions from `origin` are rejected from now on (a timeout uses it to withdraw from its
-    /// source before failing, without the source's cancellation reaching it first).
+    /// completions from `origin` are rejected from now on, and detaches its upstream, atomically: a
+    /// timeout uses it to withdraw from its source before failing, without the source's cancellation
+    /// reaching it first, and without a cancellation of this future withdrawing a second time.
     ///
-    /// - Returns: `false` if the future is not pending or `origin` may not complete it.
+    /// - Returns: `nil` if the future is not pending or `origin` may not complete it; otherwise the
+    ///   registration on the upstream to withdraw (`nil` inside if there is none).
     @usableFromInline
-    final func reserve(for newCompleter: AnyObject, from origin: AnyObject) -> Bool {
+    final func reserveLeavingUpstream(for newCompleter: AnyObject, from origin: AnyObject) -> UpstreamLink?? {
         var node = self
+        var detached: (any ConsumerSource)? = nil
         while true {
-            let (phase, reserved): (Phase, Bool) = LockTable.withLock(node) {
-                guard node.phase == .pending else { return (node.phase, false) }
-                guard node.accepts(origin) else { return (.pending, false) }
+            let step: (phase: Phase, reserved: UpstreamLink??) = LockTable.withLock(node) {
+                guard node.phase == .pending else { return (node.phase, nil) }
+                guard node.accepts(origin) else { return (.pending, nil) }
                 node.ensureExtras.handCompletion(to: newCompleter)
-                return (.pending, true)
+                swap(&detached, &node.upstream)
+                guard let upstream = detached else { return (.pending, .some(nil)) }
+                let withdrawal: Withdrawal = node.consumesUpstream ? .counted : .observer
+                return (.pending, UpstreamLink(source: upstream, withdrawal: withdrawal, key: node.extras?.upstreamKey ?? RegistrationKey(node)))
             }
-            if phase != .linked { return reserved }
+            if step.phase != .linked { return step.reserved }
             node = node.root()
         }
     }
@@ -668,8 +674,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         /// Adopting closes a cycle: these futures on it fail, then the adopter, whose right to
         /// complete was handed to `token` as the adoption was accepted.
         case cycle([any CycleNode], token: CompleterToken)
-        /// Wait on the target; only callbacks holding `token` may complete the adopter.
-        case wait(FutureStorage<Value>, token: CompleterToken)
+        /// The adopter waits on the target (registered on it under the locks); only the callback
+        /// holding the adopter's token may complete it. A deferred target starts after the locks.
+        case wait(FutureStorage<Value>, startsDeferred: Bool)
         /// The adopter was cancelled first: it counts as a consumer of the target that withdrew.
         case withdrawn(FutureStorage<Value>)
     }
@@ -806,7 +813,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                     return .accepted
                 case .pending:
                     // Also a deferred target that has not started: it keeps its own identity (its
-                    // work completes it) and starts when the adopter registers on it, below.
+                    // work completes it) and starts once the adopter has registered on it.
                     target.consumers += 1
                     let extras = adopter.ensureExtras
                     let token = CompleterToken()
@@ -829,7 +836,15 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                     let link: any ConsumerSource = target.immortal ? WeakSource(target) : target
                     swap(&adopter.upstream, &keepUpstream)  // its old (completed) source: released later
                     adopter.upstream = link
-                    return .wait(target, token: token)
+                    // Registered here, with the count and the upstream, so that a cancellation of
+                    // the adopter right after the locks finds its entry to remove. The callback
+                    // holds the token (which holds nothing), so the adopter's right-to-complete
+                    // check never depends on the target's lifetime, and no reference cycle forms.
+                    target.callbacks.append(.outcome({ [adopter, token] outcome in
+                        _ = adopter.finish(outcome, origin: token)
+                    }, owner: ObjectIdentifier(adopter)))
+                    target.mayHoldChain = true
+                    return .wait(target, startsDeferred: target.extras?.onDemand != nil)
                 }
             }
         }
@@ -854,12 +869,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             // could reach them through their transforms (a `recover` would see it as an error).
             for member in members { member.failAsCycle() }
             return root.finish(.failure(FutureError.cycle), origin: token)
-        case .wait(let target, let token):
-            // The callback holds the token (which holds nothing), so the adopter's right-to-complete
-            // check never depends on the target's lifetime, and no reference cycle forms.
-            target.register({ [root, token] outcome in
-                _ = root.finish(outcome, origin: token)
-            }, asConsumer: false, owner: root)  // counted as a consumer above, atomically with the decision
+        case .wait(let target, let startsDeferred):
+            if startsDeferred { target.startIfDeferred() }
             return true
         }
     }

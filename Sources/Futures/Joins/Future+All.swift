@@ -165,6 +165,13 @@ extension Future {
                 isNeverLike = true
             })
             if isNeverLike { neverLike.append(index) }
+            if state.registered(index) {
+                // The join was decided (by a member that was complete already, or completed on
+                // another thread) and withdrew from the members registered before this one: this
+                // one leaves too, and the rest are not needed.
+                Cancellation.withdraw(from: member.storage, key: RegistrationKey(owner: ObjectIdentifier(state), index: index))
+                break
+            }
         }
         // Never-like members are held weakly, as any consumer holds them; if only they are left,
         // the join can never complete: it becomes never-like too (rather than a broken promise).
@@ -238,6 +245,11 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     /// Which members are never-like (`nil`: none), and how many of those have no outcome.
     @exclusivity(unchecked) @usableFromInline var neverLike: [Bool]?
     @exclusivity(unchecked) @usableFromInline var neverLikeUndecided = 0
+    /// How many members have registered (in index order), and whether the join has withdrawn from
+    /// them: a withdrawal covers only members registered before it, and a member that finishes
+    /// registering after it withdraws itself (see ``registered(_:)``).
+    @exclusivity(unchecked) @usableFromInline var registeredCount = 0
+    @exclusivity(unchecked) @usableFromInline var withdrawn = false
 
     @usableFromInline
     enum Step<Result> {
@@ -307,12 +319,23 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Withdraws the join from the members with no outcome yet (taken under the lock, withdrawn
-    /// from outside it).
+    /// Records that member `index` has registered. Returns whether the join has withdrawn, without
+    /// this member (the caller then withdraws it, and registers no more).
+    @inlinable
+    func registered(_ index: Int) -> Bool {
+        LockTable.withLock(self) {
+            registeredCount = index + 1
+            return withdrawn
+        }
+    }
+
+    /// Withdraws the join from the registered members with no outcome yet (taken under the lock,
+    /// withdrawn from outside it); members that register later withdraw themselves.
     @inlinable
     func withdrawFromPending() {
         let pending = LockTable.withLock(self) {
-            outcomes.indices.compactMap { index -> (Int, any ConsumerSource)? in
+            withdrawn = true
+            return outcomes.indices.prefix(registeredCount).compactMap { index -> (Int, any ConsumerSource)? in
                 guard outcomes[index] == nil else { return nil }
                 let member: (any ConsumerSource)? = members[index] ?? weakMembers[index]
                 return member.map { (index, $0) }

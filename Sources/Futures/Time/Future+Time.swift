@@ -78,11 +78,12 @@ extension Future {
                 return
             }
             // Take the right to complete `derived` first, so the source's cancellation caused by
-            // withdrawing cannot reach it; then withdraw; then fail. Whoever awaits the result sees
-            // the source already withdrawn from.
+            // withdrawing cannot reach it, and its registration on the source with it, so cancelling
+            // `derived` meanwhile cannot withdraw a second time; then withdraw; then fail. Whoever
+            // awaits the result sees the source already withdrawn from.
             let timedOut = CompleterToken()
-            guard derived.reserve(for: timedOut, from: derived) else { return }
-            Cancellation.withdraw(from: source, key: RegistrationKey(derived))
+            guard let upstream = derived.reserveLeavingUpstream(for: timedOut, from: derived) else { return }
+            if let upstream { Cancellation.withdraw(from: upstream) }
             _ = derived.finish(.failure(FutureError.timedOut), origin: timedOut)
         }
         derived.register({ _ in timer.cancel() }, asConsumer: false)

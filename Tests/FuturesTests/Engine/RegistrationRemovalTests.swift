@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 @testable import Futures
 
@@ -116,6 +117,122 @@ struct RegistrationRemovalTests {
         source.succeed(1)
         #expect(keeper.outcome?.value == 1)
     }
+}
+
+/// Withdrawals are counted exactly once, whoever races them.
+@Suite("Withdrawal accounting")
+struct WithdrawalAccountingTests {
+    struct Failure: Error {}
+
+    /// A join decided by a member that was already complete, before it registered on the others,
+    /// leaves those alone: it never took their count.
+    @Test(arguments: ["all", "race", "any"])
+    func aJoinDecidedWhileRegisteringLeavesLaterMembersAlone(kind: String) {
+        let shared = Promise<Int>()
+        let first = shared.future.map(on: .immediate) { $0 }
+        let second = shared.future.map(on: .immediate) { $0 }
+        let decided: Bool = switch kind {
+        case "all": Future.all([Future(error: Failure()), shared.future]).outcome != nil
+        case "race": Future.race([Future(value: 1), shared.future]).outcome != nil
+        default: Future.any([Future(value: 1), shared.future]).outcome != nil
+        }
+        #expect(decided)
+        #expect(consumerCount(shared.future) == 2)
+        #expect(entryCount(shared.future) == 2, "the join registered on a member after it had decided")
+        #expect(first.cancel())
+        #expect(shared.future.outcome == nil, "a join that never registered took a consumer's count")
+        #expect(second.cancel())
+        #expect(shared.future.outcome?.isCancelled == true, "a join that left still counts as a consumer")
+    }
+
+    /// Joins decided on another thread while still registering: every member ends with exactly
+    /// the consumers that stayed.
+    @Test func joinsDecidedOnAnotherThreadWhileRegisteringCountEachMemberOnce() {
+        for _ in 0..<200 {
+            let trigger = Promise<Int>()
+            let members = (0..<64).map { _ in Promise<Int>() }
+            let keepers = members.map { $0.future.map(on: .immediate) { $0 } }
+            let start = DispatchSemaphore(value: 0)
+            let group = DispatchGroup()
+            DispatchQueue.global().async(group: group) {
+                start.wait()
+                trigger.fail(Failure())
+            }
+            start.signal()
+            let all = Future.all([trigger.future] + members.map(\.future))
+            group.wait()
+            #expect(all.outcome?.error is Failure)
+            for member in members {
+                #expect(consumerCount(member.future) == 1)
+                #expect(entryCount(member.future) == 1)
+            }
+            #expect(keepers.allSatisfy { $0.outcome == nil })
+        }
+    }
+
+    /// A timeout takes its registration on the source with the right to complete: cancelling the
+    /// timed-out future before it fails does not withdraw from the source a second time.
+    @Test func aTimeoutThatFiresLeavesItsSourceOnce() throws {
+        let source = Promise<Int>()
+        let keeper = source.future.map(on: .immediate) { $0 }
+        let derived = FutureStorage<Int>()
+        source.future.storage.register({ outcome in _ = derived.finish(outcome, origin: derived) }, derived: derived)
+        #expect(consumerCount(source.future) == 2)
+        // What the timer does, with a cancellation between leaving the source and failing.
+        let token = CompleterToken()
+        let upstream = try #require(derived.reserveLeavingUpstream(for: token, from: derived))
+        #expect(derived.cancel())
+        if let upstream { Cancellation.withdraw(from: upstream) }
+        #expect(!derived.finish(.failure(FutureError.timedOut), origin: token))
+        #expect(consumerCount(source.future) == 1)
+        #expect(entryCount(source.future) == 1)
+        #expect(keeper.outcome == nil, "the source's other consumer was cancelled")
+    }
+
+    /// Timeouts firing while other threads cancel them never cancel the source's other consumer.
+    @Test func timeoutsRacingTheirCancellationNeverCancelTheSource() async {
+        for _ in 0..<20 {
+            let sources = (0..<500).map { _ in Promise<Int>() }
+            let keepers = sources.map { $0.future.map(on: .immediate) { $0 } }
+            let timeouts = sources.map { $0.future.timeout(after: .zero) }
+            let group = DispatchGroup()
+            DispatchQueue.global().async(group: group) { for timeout in timeouts { _ = timeout.cancel() } }
+            for timeout in timeouts { _ = await timeout.result }
+            group.wait()
+            #expect(keepers.allSatisfy { $0.outcome == nil })
+            withExtendedLifetime(sources) {}
+        }
+    }
+
+    /// An adopter cancelled as it starts waiting on a future with other consumers leaves no
+    /// entry behind.
+    @Test func anAdopterCancelledAsItStartsWaitingLeavesNoEntry() {
+        for _ in 0..<2_000 {
+            let target = Promise<Int>()
+            let keeper = target.future.map(on: .immediate) { $0 }
+            let outer = Promise<Int>()
+            let future = outer.future
+            let start = DispatchSemaphore(value: 0)
+            let group = DispatchGroup()
+            DispatchQueue.global().async(group: group) {
+                start.wait()
+                _ = future.cancel()
+            }
+            start.signal()
+            outer.complete(with: target.future)
+            group.wait()
+            #expect(future.outcome?.isCancelled == true)
+            #expect(entryCount(target.future) == 1)
+            #expect(consumerCount(target.future) == 1)
+            #expect(keeper.outcome == nil)
+        }
+    }
+}
+
+/// How many consumers a future's root counts.
+private func consumerCount<Value>(_ future: Future<Value>) -> Int32 {
+    let root = future.storage.root()
+    return LockTable.withLock(root) { root.consumers }
 }
 
 /// How many callbacks a future's root holds.
