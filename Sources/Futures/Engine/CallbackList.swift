@@ -148,8 +148,14 @@ struct CallbackList<Value: Sendable> {
         guard var entries = rest.take() else { return nil }  // moved out: no copy on write
         defer { rest = entries.isEmpty ? nil : entries }
         if index == nil, entries.count <= Self.linearLimit {
-            guard let position = entries.lastIndex(where: { $0?.key == key }) else { return nil }
-            return entries.remove(at: position)
+            // A plain loop: this runs unspecialised (withdrawal goes through an existential), where
+            // the generic collection algorithms would look up witness tables and metadata.
+            var position = entries.count - 1
+            while position >= 0 {
+                if entries[position]?.key == key { return entries.remove(at: position) }
+                position -= 1
+            }
+            return nil
         }
         var built = index.take() ?? RegistrationIndex()  // moved out: a copy would copy the dictionary
         while built.indexed < entries.count {
@@ -194,7 +200,11 @@ struct CallbackList<Value: Sendable> {
     @usableFromInline
     static func close(_ entries: inout [CallbackEntry<Value>?], _ built: inout RegistrationIndex, into index: inout RegistrationIndex?) {
         if built.holes * 2 > entries.count {
-            entries.removeAll { $0 == nil }
+            // Close the holes, in a fresh array sized for what is left (the peak is not kept).
+            var kept: [CallbackEntry<Value>?] = []
+            kept.reserveCapacity(entries.count - built.holes)
+            for entry in entries where entry != nil { kept.append(entry) }
+            entries = kept
         } else {
             index = built
         }
