@@ -74,6 +74,16 @@ public struct CurrentExecutor: Executor {
         return GlobalExecutor(qos: .default)
     }
 
+    /// ``resolve()``, with the resolved executor's affinity.
+    @usableFromInline
+    static func resolveHop() -> Hop {
+        if MainQueue.isCurrent { return .executor(MainExecutor(), affinity: .main) }
+        if let context = ThreadContext.existing, let executor = context.currentExecutor {
+            return .executor(executor, affinity: context.currentAffinity)
+        }
+        return .executor(GlobalExecutor(qos: .default), affinity: .global(.default))
+    }
+
     /// Resolves the current executor and runs `work` on it.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         Self.resolve().execute(work)
@@ -89,7 +99,7 @@ public struct MainExecutor: MainActorExecutor {
 
     /// Schedules `work` on the main queue.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        DispatchQueue.main.async { Drain.run(on: self, work) }
+        DispatchQueue.main.async { Drain.run(on: self, affinity: .main, work) }
     }
 }
 
@@ -107,7 +117,7 @@ public struct MainImmediateExecutor: MainActorExecutor {
         if MainQueue.isCurrent {
             work()
         } else {
-            DispatchQueue.main.async { Drain.run(on: self, work) }
+            DispatchQueue.main.async { Drain.run(on: self, affinity: .main, work) }
         }
     }
 }
@@ -122,7 +132,7 @@ public struct GlobalExecutor: Executor {
 
     /// Schedules `work` on the global queue.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        DispatchQueue.global(qos: qos).async { Drain.run(on: self, work) }
+        DispatchQueue.global(qos: qos).async { Drain.run(on: self, affinity: affinity, work) }
     }
 }
 
@@ -136,7 +146,7 @@ public struct QueueExecutor: Executor {
 
     /// Schedules `work` on the queue.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        queue.async { Drain.run(on: self, work) }
+        queue.async { Drain.run(on: self, affinity: affinity, work) }
     }
 }
 
@@ -150,7 +160,7 @@ public struct OperationQueueExecutor: Executor {
 
     /// Adds `work` to the operation queue.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        operationQueue.addOperation { Drain.run(on: self, work) }
+        operationQueue.addOperation { Drain.run(on: self, affinity: affinity, work) }
     }
 }
 

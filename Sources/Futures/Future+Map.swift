@@ -107,12 +107,16 @@ extension Future {
             derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress)
             storage.register({ outcome in derived.receive(outcome) }, derived: derived)
             return Future<NewValue>(storage: derived)
-        case .executor(let executor):
+        case .executor:
             let derived = FutureStorage<NewValue>()
             derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress)
             storage.register({ outcome in
                 if handles.matches(outcome) {
-                    executor.execute { derived.settle(body(outcome)) }
+                    if hop.runsHere {
+                        derived.settle(body(outcome))  // no job to allocate
+                    } else {
+                        hop.run { derived.settle(body(outcome)) }
+                    }
                 } else {
                     derived.settle(body(outcome))
                 }
@@ -148,11 +152,15 @@ extension Future {
             let derived = MappedStorage<Value, NewValue>(transform)
             storage.register({ outcome in derived.receive(outcome) }, derived: derived)
             return Future<NewValue>(storage: derived)
-        case .executor(let executor):
+        case .executor(let executor, let affinity):
             let derived = FutureStorage<NewValue>()
             storage.register({ outcome in
                 if case .success(let value) = outcome {
-                    executor.execute { derived.complete(Outcome { try transform(value) }, from: derived) }
+                    if let affinity, Drain.isInJob(of: affinity) {
+                        derived.complete(Outcome { try transform(value) }, from: derived)  // no job to allocate
+                    } else {
+                        executor.execute { derived.complete(Outcome { try transform(value) }, from: derived) }
+                    }
                 } else {
                     derived.complete(outcome.then(transform), from: derived)  // passes through, inline
                 }

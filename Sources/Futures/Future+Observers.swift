@@ -1,10 +1,12 @@
 extension Hop {
-    /// Runs `body(argument)` inline or on the executor (no allocation when inline).
+    /// Runs a callback's `body(argument)` here or on the executor (see ``runsHere``; no allocation
+    /// when it runs here).
     @inlinable
-    func run<Argument: Sendable>(_ argument: Argument, _ body: @escaping @Sendable (Argument) -> Void) {
+    func runCallback<Argument: Sendable>(_ argument: Argument, _ body: @escaping @Sendable (Argument) -> Void) {
         switch self {
         case .inline: body(argument)
-        case .executor(let executor): executor.execute { body(argument) }
+        case .executor(let executor, let affinity):
+            if let affinity, Drain.isInJob(of: affinity) { body(argument) } else { executor.execute { body(argument) } }
         }
     }
 }
@@ -26,7 +28,7 @@ extension Future {
     func whenSuccess(hop: Hop, _ body: @escaping @Sendable (Value) -> Void) {
         if case .inline = hop { return storage.registerInlineSuccess(body) }  // no wrapper to allocate
         storage.register({ outcome in
-            if case .success(let value) = outcome { hop.run(value, body) }
+            if case .success(let value) = outcome { hop.runCallback(value, body) }
         }, asConsumer: false)
     }
 
@@ -43,7 +45,7 @@ extension Future {
     @inlinable
     func whenFailure(hop: Hop, _ body: @escaping @Sendable (any Error) -> Void) {
         storage.register({ outcome in
-            if case .failure(let error) = outcome { hop.run(error, body) }
+            if case .failure(let error) = outcome { hop.runCallback(error, body) }
         }, asConsumer: false)
     }
 
@@ -61,10 +63,7 @@ extension Future {
     func whenCancelled(hop: Hop, _ body: @escaping @Sendable () -> Void) {
         storage.register({ outcome in
             guard case .cancelled = outcome else { return }
-            switch hop {
-            case .inline: body()
-            case .executor(let executor): executor.execute(body)
-            }
+            hop.runCallback(body)
         }, asConsumer: false)
     }
 
@@ -86,6 +85,6 @@ extension Future {
     @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenComplete(hop: Hop, _ body: @escaping @Sendable (Outcome<Value>) -> Void) {
         if case .inline = hop { return storage.register(body, asConsumer: false) }  // no wrapper
-        storage.register({ outcome in hop.run(outcome, body) }, asConsumer: false)
+        storage.register({ outcome in hop.runCallback(outcome, body) }, asConsumer: false)
     }
 }

@@ -162,6 +162,20 @@ let allocationScenarios: [String: (Int) -> Void] = [
         promise.succeed(0)
         precondition(future.outcome?.value == units)
     },
+    // One step of a `map` chain on a serial queue (the default executor, registered in a job on the
+    // queue), completed by a job on that queue: the steps run in that job.
+    "map-step-queue": { units in
+        let queue = DispatchQueue(label: "map-step-queue")
+        let finished = DispatchSemaphore(value: 0)
+        Future(value: 0).whenSuccess(on: .queue(queue)) { _ in
+            let promise = Promise<Int>()
+            var future = promise.future
+            for _ in 0..<units { future = future.map { $0 + 1 } }
+            future.whenComplete(on: .immediate) { _ in finished.signal() }
+            promise.succeed(0)
+        }
+        finished.wait()
+    },
     // One member of `Future.all` (its promise included), completed after joining.
     "join-member": { units in
         let promises = (0..<units).map { _ in Promise<Int>() }

@@ -1,46 +1,98 @@
+import Dispatch
+
 /// Where a registered callback's user code runs, resolved once at registration.
 ///
 /// `.inline` is ``ImmediateExecutor``: the code runs in the drain loop on the completing thread.
 /// Everything else is handed to an executor that records itself as the running executor, so that
-/// ``CurrentExecutor`` registered inside the callback sticks to it.
+/// ``CurrentExecutor`` registered inside the callback sticks to it; a built-in executor also has an
+/// ``Affinity``, so that a callback for it that a job on it makes ready runs in that job.
 @usableFromInline
 enum Hop: Sendable {
     case inline
-    case executor(any Executor)
+    case executor(any Executor, affinity: Affinity?)
 
     @inlinable
     init<E: Executor>(_ executor: E) {
-        // Metatype comparisons fold away once specialised; no dynamic cast on the hot path.
+        // Metatype comparisons and casts fold away once specialised; no dynamic cast on the hot path.
         if E.self == ImmediateExecutor.self {
             self = .inline
         } else if E.self == CurrentExecutor.self {
-            self = .executor(CurrentExecutor.resolve())
-        } else if E.self is any RecordsItself.Type {
-            self = .executor(executor)
+            self = CurrentExecutor.resolveHop()
+        } else if let builtIn = executor as? any RecordsItself {
+            self = .executor(executor, affinity: builtIn.affinity)
         } else {
-            self = .executor(RecordingExecutor(base: executor))
+            self = .executor(RecordingExecutor(base: executor), affinity: nil)
         }
     }
 
-    /// Runs `work` inline or on the executor.
+    /// Runs `work` inline or on the executor: for work started by a call (`Future(on:)`, progress),
+    /// which must never run inside that call unless `.immediate`.
     @inlinable
     func run(_ work: @escaping @Sendable () -> Void) {
         switch self {
         case .inline: work()
-        case .executor(let executor): executor.execute(work)
+        case .executor(let executor, _): executor.execute(work)
+        }
+    }
+
+    /// Whether a callback that a drain loop is running may run its user code right here instead of
+    /// handing it to its executor: `.immediate`, or the job running on this thread is on that
+    /// executor (executor affinity). Only for callbacks registered on a future: a drain loop runs
+    /// them after the callback that made them ready has returned.
+    @inlinable
+    var runsHere: Bool {
+        switch self {
+        case .inline: return true
+        case .executor(_, let affinity): return affinity.map(Drain.isInJob(of:)) ?? false
+        }
+    }
+
+    /// Runs a callback's user code, `work`, here if ``runsHere``, else on the executor.
+    @inlinable
+    func runCallback(_ work: @escaping @Sendable () -> Void) {
+        switch self {
+        case .inline: work()
+        case .executor(let executor, let affinity):
+            if let affinity, Drain.isInJob(of: affinity) { work() } else { executor.execute(work) }
         }
     }
 }
 
-/// The built-in executors, which record themselves as the running executor in their jobs.
+/// What a built-in executor runs its jobs on. A callback for an executor, made ready by a job running
+/// on the same thing, runs in that job, after the running callback returns, instead of being handed
+/// over again: a chain on a serial queue runs in one job, not one job per step.
 @usableFromInline
-protocol RecordsItself {}
+enum Affinity: Equatable, Sendable {
+    /// A dispatch queue or an operation queue, by identity.
+    case queue(ObjectIdentifier)
+    /// A global concurrent queue.
+    case global(DispatchQoS.QoSClass)
+    /// The main queue.
+    case main
+}
 
-extension MainExecutor: RecordsItself {}
-extension MainImmediateExecutor: RecordsItself {}
-extension GlobalExecutor: RecordsItself {}
-extension QueueExecutor: RecordsItself {}
-extension OperationQueueExecutor: RecordsItself {}
+/// The built-in executors, which record themselves (and their ``Affinity``) as the running executor
+/// in their jobs.
+@usableFromInline
+protocol RecordsItself {
+    var affinity: Affinity { get }
+}
+
+extension MainExecutor: RecordsItself {
+    @usableFromInline var affinity: Affinity { .main }
+}
+extension MainImmediateExecutor: RecordsItself {
+    @usableFromInline var affinity: Affinity { .main }
+}
+extension GlobalExecutor: RecordsItself {
+    @usableFromInline var affinity: Affinity { .global(qos) }
+}
+extension QueueExecutor: RecordsItself {
+    @usableFromInline var affinity: Affinity { .queue(ObjectIdentifier(queue)) }
+}
+extension OperationQueueExecutor: RecordsItself {
+    @usableFromInline var affinity: Affinity { .queue(ObjectIdentifier(operationQueue)) }
+}
 
 /// Wraps a custom executor so its jobs record it as the running executor.
 @usableFromInline
@@ -52,7 +104,7 @@ struct RecordingExecutor: Executor {
     @inlinable
     func execute(_ work: @escaping @Sendable () -> Void) {
         let base = self.base
-        base.execute { Drain.run(on: base, work) }
+        base.execute { Drain.run(on: base, affinity: nil, work) }
     }
 }
 

@@ -45,8 +45,14 @@ final class ThreadContext {
     @exclusivity(unchecked) var tokenWork: [(() -> Void)?] = []
     @exclusivity(unchecked) var tokenWorkHead = 0
 
-    /// The executor whose job is running on this thread, for ``CurrentExecutor``.
+    /// The executor whose job is running on this thread, for ``CurrentExecutor``, and what it runs
+    /// on (see ``Affinity``).
     @exclusivity(unchecked) var currentExecutor: (any Executor)?
+    @exclusivity(unchecked) var currentAffinity: Affinity?
+    /// True while a callback registered on an idle completed future runs inside the registering
+    /// call (and what it makes ready): then no callback may use the running job's affinity, which
+    /// would run it inside that call.
+    @exclusivity(unchecked) var affinityBlocked = false
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -108,22 +114,39 @@ enum Drain {
         return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.isDraining }
     }
 
-    /// Runs `body` as this thread's drain loop: what it completes queues behind it and runs after
-    /// it returns. The caller checked ``isRunningHere`` is `false`.
+    /// Runs `body`, a callback registered on an idle completed future, as this thread's drain loop,
+    /// inside the registering call: what it completes queues behind it and runs after it returns,
+    /// and no callback uses the running job's affinity meanwhile. The caller checked
+    /// ``isRunningHere`` is `false`.
     @usableFromInline
     static func runAsLoop(_ body: () -> Void) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        let saved = context.affinityBlocked
+        context.affinityBlocked = true
         context.runLoop(body)
+        context.affinityBlocked = saved
     }
 
-    /// Runs `job` with `executor` recorded as the one running on this thread.
+    /// Runs `job` with `executor` (and its affinity) recorded as the one running on this thread.
     @usableFromInline
-    static func run(on executor: any Executor, _ job: () -> Void) {
+    static func run(on executor: any Executor, affinity: Affinity?, _ job: () -> Void) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
-        let saved = context.currentExecutor
+        let saved = (context.currentExecutor, context.currentAffinity, context.affinityBlocked)
         context.currentExecutor = executor
+        context.currentAffinity = affinity
+        context.affinityBlocked = false
         job()
-        context.currentExecutor = saved
+        (context.currentExecutor, context.currentAffinity, context.affinityBlocked) = saved
+    }
+
+    /// Whether a drain loop runs on this thread inside a job on `affinity` (and not inside a
+    /// registering call): a callback for that executor may then run here, in the job.
+    @usableFromInline
+    static func isInJob(of affinity: Affinity) -> Bool {
+        guard let pointer = ThreadContext.existingPointer else { return false }
+        return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in
+            context.isDraining && !context.affinityBlocked && context.currentAffinity == affinity
+        }
     }
 }
 
