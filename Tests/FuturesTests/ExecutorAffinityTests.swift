@@ -98,6 +98,21 @@ struct ExecutorAffinityTests {
         #expect(order.all == ["created", "work"])
     }
 
+    /// The Executors article's example: three steps on one queue, the last two in the first one's job.
+    @Test func theArticlesChainRunsOnItsQueue() async throws {
+        struct Document { var words: [String] }
+        struct Index { var summary: String }
+        let download: @Sendable () -> Future<String> = { Future<String> { "swift futures" } }
+        let parse: @Sendable (String) -> Document = { data in Document(words: data.split(separator: " ").map(String.init)) }
+        let index: @Sendable (Document) -> Index = { document in Index(summary: document.words.joined(separator: ", ")) }
+        let queue = DispatchQueue(label: "parsing")
+        let summary = download()                          // completes on some other thread
+            .map(on: .queue(queue)) { data in parse(data) }          // one hop onto `queue`…
+            .map(on: .queue(queue)) { document in index(document) }  // …then, in the same job
+            .map(on: .queue(queue)) { index in index.summary }       // (and this one too)
+        #expect(try await summary.value == "swift, futures")
+    }
+
     /// Another queue's callbacks, and a custom executor's, are still handed over: one job each.
     @Test func callbacksForOtherExecutorsAreHandedOver() {
         let executor = ManualExecutor()
