@@ -235,6 +235,16 @@ func runDefaultExecutorChain(steps: Int, done: DispatchSemaphore) {
     promise.succeed(0)
 }
 
+/// One hop of the plain GCD chain: adds 1 and enqueues the next hop on `callbackQueue`.
+@Sendable func asyncChainStep(remaining: Int, value: Int, done: DispatchSemaphore) {
+    guard remaining > 0 else {
+        Benchmark.blackHole(value)
+        done.signal()
+        return
+    }
+    callbackQueue.async { asyncChainStep(remaining: remaining - 1, value: value &+ 1, done: done) }
+}
+
 func scenarioB() {
     // Built and run on the benchmark's thread; every step runs inline.
     Benchmark("b.map chain .immediate [step] futures", configuration: perThousand) { benchmark in
@@ -305,6 +315,17 @@ func scenarioB() {
                 return last.value
             }.wait()
             guard result == steps else { throw BenchmarkFailure() }
+        }
+    }
+
+    // Plain GCD: 1,000 hops onto the serial queue, each adding 1 and enqueueing the next (what a
+    // chain costs that hands every step to the queue).
+    Benchmark("b.map chain [step] GCD (q.async per step)", configuration: perThousand) { benchmark in
+        let done = DispatchSemaphore(value: 0)
+        let steps = benchmark.scaledIterations.count
+        measure(benchmark) {
+            callbackQueue.async { asyncChainStep(remaining: steps, value: 0, done: done) }
+            done.wait()
         }
     }
 

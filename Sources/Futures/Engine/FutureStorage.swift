@@ -628,21 +628,19 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     final func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
         var node = self
         var work = CompletionWork()
-        var removed: CallbackEntry<Value>? = nil  // released after the lock
-        defer { releaseOutsideLock(removed) }
         while true {
             let step: WithdrawStep = LockTable.withLock(node) {
                 switch node.phase {
                 case .linked: return .follow
                 case .completed, .never: return .kept
                 case .pending:
-                    if let key { removed = node.removeRegistration(key) }
                     switch withdrawal {
-                    case .observer: return .kept
+                    case .observer: return .stillPending
                     case .counted: if node.consumers > 0 { node.consumers -= 1 }
                     case .uncounted: break
                     }
-                    if node.consumers > 0 { return .kept }
+                    if node.consumers > 0 { return .stillPending }
+                    // Cancelled: its callbacks, the leaving one's included, run (and are released) now.
                     node.completeLocked(.cancelled, into: &work)
                     return .cancelled
                 }
@@ -650,21 +648,43 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             switch step {
             case .follow: node = node.root()
             case .kept: return nil
+            case .stillPending:
+                if let key { node.removeRegistration(key) }
+                return nil
             case .cancelled: return node.afterCompletion(&work)
             }
         }
     }
 
-    /// Takes the entry registered under `key` off this pending future's callbacks (caller holds the
-    /// lock) and returns it, to be released after the lock.
-    @usableFromInline
-    final func removeRegistration(_ key: RegistrationKey) -> CallbackEntry<Value>? {
-        if callbacks.isEmpty { return nil }
-        if let extras { return callbacks.remove(key, index: &extras.registrationIndex) }
-        var index: RegistrationIndex? = nil
-        let removed = callbacks.remove(key, index: &index)
-        if index != nil { ensureExtras.registrationIndex = index }
-        return removed
+    /// Takes the entry registered under `key` off this future's callbacks if it is still pending
+    /// (following merge links), and releases it after the lock. Apart from ``withdraw(_:key:)``, whose
+    /// usual paths then hold no value of a callback type: unspecialised code pays a type-metadata
+    /// lookup for each such value.
+    @usableFromInline @inline(never)
+    final func removeRegistration(_ key: RegistrationKey) {
+        var node = self
+        var removed: CallbackEntry<Value>? = nil  // released after the lock
+        defer { releaseOutsideLock(removed) }
+        while true {
+            let linked: Bool = LockTable.withLock(node) {
+                switch node.phase {
+                case .linked: return true
+                case .completed, .never: return false  // its callbacks run (or ran) anyway
+                case .pending:
+                    if node.callbacks.isEmpty { return false }
+                    if let extras = node.extras {
+                        removed = node.callbacks.remove(key, index: &extras.registrationIndex)
+                        return false
+                    }
+                    var index: RegistrationIndex? = nil
+                    removed = node.callbacks.remove(key, index: &index)
+                    if index != nil { node.ensureExtras.registrationIndex = index }
+                    return false
+                }
+            }
+            guard linked else { return }
+            node = node.root()
+        }
     }
 
     // MARK: Adopting
@@ -927,9 +947,10 @@ enum HandlerStep { case follow, stored, runNow, drop }
 @usableFromInline
 enum FinishStep { case follow, rejected, won }
 
-/// The next step of a consumer's withdrawal (see ``RegisterStep``).
+/// The next step of a withdrawal (see ``RegisterStep``): `stillPending` means the future was kept
+/// and the leaving registrant's entry must come off.
 @usableFromInline
-enum WithdrawStep { case follow, kept, cancelled }
+enum WithdrawStep { case follow, kept, stillPending, cancelled }
 
 /// What a completion leaves to do once the future's lock is released. Not generic, so copying or
 /// destroying it needs no type metadata (a generic one went through value witnesses, about 10% of
