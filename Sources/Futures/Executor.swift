@@ -235,4 +235,8 @@ enum MainQueue {
     }()
 
     static var isCurrent: Bool { DispatchQueue.getSpecific(key: key) != nil }
+
+    /// Whether `queue` is the main queue (by its specific value: on Linux, `DispatchQueue.main`
+    /// makes a new wrapper object on each access, so identity cannot tell).
+    static func isMain(_ queue: DispatchQueue) -> Bool { queue.getSpecific(key: key) != nil }
 }

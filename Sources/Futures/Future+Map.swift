@@ -113,9 +113,12 @@ extension Future {
             storage.register({ outcome in
                 if handles.matches(outcome) {
                     if hop.runsHere {
-                        derived.settle(body(outcome))  // no job to allocate
+                        derived.settle(body(outcome))  // in the running job: no job to allocate
                     } else {
-                        hop.run { derived.settle(body(outcome)) }
+                        hop.run {
+                            let continuation = body(outcome)
+                            Drain.completingInJob { derived.settle(continuation) }
+                        }
                     }
                 } else {
                     derived.settle(body(outcome))
@@ -159,7 +162,10 @@ extension Future {
                     if let affinity, Drain.isInJob(of: affinity) {
                         derived.complete(Outcome { try transform(value) }, from: derived)  // no job to allocate
                     } else {
-                        executor.execute { derived.complete(Outcome { try transform(value) }, from: derived) }
+                        executor.execute {
+                            let result = Outcome { try transform(value) }
+                            Drain.completingInJob { derived.complete(result, from: derived) }
+                        }
                     }
                 } else {
                     derived.complete(outcome.then(transform), from: derived)  // passes through, inline

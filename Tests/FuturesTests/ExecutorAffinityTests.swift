@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Testing
 import FuturesTestSupport
 @testable import Futures
@@ -8,14 +9,19 @@ import FuturesTestSupport
 /// executor.
 @Suite("Executor affinity")
 struct ExecutorAffinityTests {
-    /// A chain on a serial queue, completed by a job on it, runs in that job: before a job that was
-    /// enqueued on the queue first.
-    @Test func aChainOnAQueueRunsInTheJobThatCompletesIt() async {
+    /// A chain on a serial queue runs in the job of its first step: before a job that was
+    /// enqueued on the queue during that step.
+    @Test func aChainOnAQueueRunsInTheJobOfItsFirstStep() async {
         let queue = MarkedQueue("affinity")
         let order = Recorder<String>()
+        let otherJobRan = Promise<Void>()
         let promise = Promise<Int>()
         let end = promise.future
             .map(on: .queue(queue.queue)) { value -> Int in
+                queue.queue.async {
+                    order.append("a job enqueued during the first step")
+                    otherJobRan.succeed(())
+                }
                 order.append(queue.isCurrent ? "map 1 on the queue" : "map 1 elsewhere")
                 return value + 1
             }
@@ -24,20 +30,13 @@ struct ExecutorAffinityTests {
                 return Future(value: value + 1)
             }
             .map(on: .queue(queue.queue)) { value -> Int in
-                order.append("map 2")
+                order.append(queue.isCurrent ? "map 2 on the queue" : "map 2 elsewhere")
                 return value + 1
             }
-        let otherJobRan = Promise<Void>()
-        Future(value: 0).whenSuccess(on: .queue(queue.queue)) { _ in
-            queue.queue.async {
-                order.append("a job enqueued before the completion")
-                otherJobRan.succeed(())
-            }
-            promise.succeed(0)
-        }
+        promise.succeed(0)
         #expect(await end.result.value == 3)
         _ = await otherJobRan.future.result
-        #expect(order.all == ["map 1 on the queue", "flatMap", "map 2", "a job enqueued before the completion"])
+        #expect(order.all == ["map 1 on the queue", "flatMap", "map 2 on the queue", "a job enqueued during the first step"])
     }
 
     /// Registered inside a job on the queue, on a completed future: the callback does not run
@@ -57,25 +56,110 @@ struct ExecutorAffinityTests {
         #expect(order.all == ["registered", "map"])
     }
 
-    /// Inside a drain loop on the queue (an `.immediate` callback in a job on it), a callback for
-    /// the queue registered on a completed future runs after the running callback returns, in the
-    /// same job.
-    @Test func insideADrainLoopTheCallbackRunsAfterTheRunningOneInTheSameJob() async {
+    /// Inside a drain loop in a job on the queue, a callback registered on a completed future is
+    /// handed over: an earlier callback of that future for the same queue may still be waiting there.
+    @Test func aCallbackRegisteredOnACompletedFutureIsHandedOver() async {
         let queue = MarkedQueue("affinity")
         let order = Recorder<String>()
         let done = Promise<Void>()
-        Future(value: 0).whenSuccess(on: .queue(queue.queue)) { _ in
-            let promise = Promise<Int>()
-            promise.future.whenSuccess(on: .immediate) { _ in
-                _ = Future(value: 1).map(on: .queue(queue.queue)) { _ in order.append("map") }
-                order.append("registered")
+        Future(value: 0).map(on: .queue(queue.queue)) { $0 }.whenSuccess(on: .immediate) { _ in
+            _ = Future(value: 1).map(on: .queue(queue.queue)) { _ in
+                order.append("map")
+                done.succeed(())
             }
-            promise.succeed(0)
-            order.append("succeed returned")
-            done.succeed(())
+            order.append("registered")
         }
         _ = await done.future.result
-        #expect(order.all == ["registered", "map", "succeed returned"])
+        #expect(order.all == ["registered", "map"])
+    }
+
+    /// The order of one future's callbacks on one serial queue holds: one registered while pending
+    /// (handed to the queue when the future completes elsewhere) runs before one registered later,
+    /// after the completion, inside a job on that queue.
+    @Test func aFuturesCallbacksKeepTheirOrderOnOneQueue() async {
+        let queue = DispatchQueue(label: "affinity-order")
+        let order = Recorder<String>()
+        let future = Promise<Int>()
+        let started = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let done = Promise<Void>()
+        Future(value: 0).map(on: .queue(queue)) { value -> Int in
+            started.signal()
+            gate.wait()  // until `future` has completed and handed its first callback to the queue
+            return value
+        }.whenSuccess(on: .immediate) { _ in
+            future.future.whenSuccess(on: .queue(queue)) { _ in
+                order.append("registered after completion")
+                done.succeed(())
+            }
+        }
+        started.wait()
+        future.future.whenSuccess(on: .queue(queue)) { _ in order.append("registered while pending") }
+        future.succeed(1)
+        gate.signal()
+        _ = await done.future.result
+        #expect(order.all == ["registered while pending", "registered after completion"])
+    }
+
+    /// A job's own code (a callback, or `Future(on:)`'s work) completing a promise does not run the
+    /// promise's callbacks for that executor inside that call: it may hold a lock, or be inside
+    /// `sync` on another queue, that those callbacks need.
+    @Test func aJobsOwnCodeNeverRunsCallbacksForItsExecutorInsideItsCalls() {
+        let queue = DispatchQueue(label: "affinity-a")
+        let other = DispatchQueue(label: "affinity-b")
+        let lock = NSLock()
+        let promise = Promise<Int>()
+        let ran = DispatchSemaphore(value: 0)
+        promise.future.whenSuccess(on: .queue(queue)) { _ in
+            other.sync {}  // inside `other.sync`, this deadlocks
+            lock.lock()    // under the caller's lock, this deadlocks
+            lock.unlock()
+            ran.signal()
+        }
+        Future(value: 0).whenSuccess(on: .queue(queue)) { _ in
+            other.sync {
+                lock.lock()
+                promise.succeed(1)
+                lock.unlock()
+            }
+        }
+        #expect(ran.wait(timeout: .now() + 60) == .success, "a callback ran inside the job's own call")
+    }
+
+    /// A registration inside a job that starts a deferred future does not run the callback inside
+    /// the registering call either.
+    @Test func startingADeferredFutureInsideAJobDoesNotRunTheCallbackInTheCall() async {
+        let queue = MarkedQueue("affinity")
+        let order = Recorder<String>()
+        let done = Promise<Void>()
+        Future(value: 0).map(on: .queue(queue.queue)) { $0 }.whenSuccess(on: .immediate) { _ in
+            Future<Int>.deferred { Future(value: 1) }.whenSuccess(on: .queue(queue.queue)) { _ in
+                order.append("callback")
+                done.succeed(())
+            }
+            order.append("registered")
+        }
+        _ = await done.future.result
+        #expect(order.all == ["registered", "callback"])
+    }
+
+    /// `.queue(DispatchQueue.main)` and `.main` are one executor: a future's callbacks for both
+    /// keep their order.
+    @Test func theMainQueueIsOneExecutorUnderBothNames() async {
+        let order = Recorder<String>()
+        let first = Promise<Void>()
+        let second = Promise<Void>()
+        let future = Future(value: 0).map(on: .main) { $0 }  // completes in a job on the main queue
+        future.whenSuccess(on: .queue(DispatchQueue.main)) { _ in
+            order.append("queue(main)")
+            first.succeed(())
+        }
+        future.whenSuccess(on: .main) { _ in
+            order.append("main")
+            second.succeed(())
+        }
+        _ = await Future.all([first.future, second.future]).result
+        #expect(order.all == ["queue(main)", "main"])
     }
 
     /// Work started by a call (`Future(on:)`) always goes to its executor, even from a job on it.

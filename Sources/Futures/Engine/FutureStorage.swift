@@ -396,8 +396,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         var batch = CallbackList<Value>()
         swap(&batch, &callbacks)
         let outcome = storedOutcome
+        batch.run(with: outcome)
         while true {
-            batch.run(with: outcome)
             batch = CallbackList()  // released here, outside the lock
             let more: Bool = LockTable.withLock(self) {
                 guard let extras, !extras.lateCallbacks.isEmpty else {
@@ -408,6 +408,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                 return true
             }
             guard more else { return }
+            // Registered after the completion: never in the running job by affinity (an earlier
+            // callback for the same executor may be waiting in its queue).
+            Drain.closingAffinity { batch.run(with: outcome) }
         }
     }
 
@@ -525,11 +528,12 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         return true
     }
 
-    /// Runs a callback registered on this completed, idle future. Off a drain loop it runs at once,
-    /// as this thread's drain loop, without taking ownership of the list (so no second lock to give
-    /// it back): registrations racing it are concurrent, so no order binds them. Inside a drain loop
-    /// it queues behind the running callback, as a drain of its own (or behind a drain that started
-    /// meanwhile). Out of line, so that the registration path stays small enough to inline.
+    /// Runs a callback registered on this completed, idle future, never with executor affinity.
+    /// Off a drain loop it runs at once, as this thread's drain loop, without taking ownership of the
+    /// list (so no second lock to give it back): registrations racing it are concurrent, so no order
+    /// binds them. Inside a drain loop it queues behind the running callback, as a drain entry of its
+    /// own (or behind a drain of this future that started meanwhile, as a late callback). Out of
+    /// line, so that the registration path stays small enough to inline.
     @inlinable @inline(never)
     final func runOnIdle(_ callback: CallbackEntry<Value>) {
         if !Drain.isRunningHere {
@@ -537,16 +541,17 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             Drain.runAsLoop { callback.run(with: outcome) }
             return
         }
-        let start: Bool = LockTable.withLock(self) {
-            if draining {
-                ensureExtras.lateCallbacks.append(callback)
-                return false
-            }
-            callbacks.append(callback)
-            draining = true
+        let late: Bool = LockTable.withLock(self) {
+            guard draining else { return false }
+            ensureExtras.lateCallbacks.append(callback)
             return true
         }
-        if start { scheduleDrain() }
+        if late { return }
+        // Behind the running callback, as a drain entry of its own, without affinity: registered
+        // after the completion, it must not overtake a callback for the same executor registered
+        // before it and still waiting in that executor's queue.
+        let outcome = storedOutcome
+        Drain.schedule(self, { _ in Drain.closingAffinity { callback.run(with: outcome) } })
     }
 
     /// Starts the work of a `Future.deferred` that has not started yet (outside any lock), through

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 /// Where a registered callback's user code runs, resolved once at registration.
 ///
@@ -63,7 +64,8 @@ enum Hop: Sendable {
 /// over again: a chain on a serial queue runs in one job, not one job per step.
 @usableFromInline
 enum Affinity: Equatable, Sendable {
-    /// A dispatch queue or an operation queue, by identity.
+    /// A dispatch queue or an operation queue, by identity (two wrappers of one queue, like two
+    /// accesses of `DispatchQueue.global()` on Linux, count as two: their callbacks are handed over).
     case queue(ObjectIdentifier)
     /// A global concurrent queue.
     case global(DispatchQoS.QoSClass)
@@ -88,10 +90,14 @@ extension GlobalExecutor: RecordsItself {
     @usableFromInline var affinity: Affinity { .global(qos) }
 }
 extension QueueExecutor: RecordsItself {
-    @usableFromInline var affinity: Affinity { .queue(ObjectIdentifier(queue)) }
+    @usableFromInline var affinity: Affinity {
+        MainQueue.isMain(queue) ? .main : .queue(ObjectIdentifier(queue))
+    }
 }
 extension OperationQueueExecutor: RecordsItself {
-    @usableFromInline var affinity: Affinity { .queue(ObjectIdentifier(operationQueue)) }
+    @usableFromInline var affinity: Affinity {
+        operationQueue === OperationQueue.main ? .main : .queue(ObjectIdentifier(operationQueue))
+    }
 }
 
 /// Wraps a custom executor so its jobs record it as the running executor.

@@ -49,10 +49,11 @@ final class ThreadContext {
     /// on (see ``Affinity``).
     @exclusivity(unchecked) var currentExecutor: (any Executor)?
     @exclusivity(unchecked) var currentAffinity: Affinity?
-    /// True while a callback registered on an idle completed future runs inside the registering
-    /// call (and what it makes ready): then no callback may use the running job's affinity, which
-    /// would run it inside that call.
-    @exclusivity(unchecked) var affinityBlocked = false
+    /// True while the library completes a future in a job, right after the user code of that job
+    /// returned (``Drain/completingInJob(_:)``), and in the drain loop that completion starts: only
+    /// then may a callback for the job's executor run in the job. Never while user code of the job
+    /// is on the stack (it may hold a lock, or be inside `sync` on another queue).
+    @exclusivity(unchecked) var affinityOpen = false
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -121,31 +122,57 @@ enum Drain {
     @usableFromInline
     static func runAsLoop(_ body: () -> Void) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
-        let saved = context.affinityBlocked
-        context.affinityBlocked = true
+        let saved = context.affinityOpen
+        context.affinityOpen = false
         context.runLoop(body)
-        context.affinityBlocked = saved
+        context.affinityOpen = saved
     }
 
     /// Runs `job` with `executor` (and its affinity) recorded as the one running on this thread.
+    /// The job's own code runs with affinity closed (see ``completingInJob(_:)``).
     @usableFromInline
     static func run(on executor: any Executor, affinity: Affinity?, _ job: () -> Void) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
-        let saved = (context.currentExecutor, context.currentAffinity, context.affinityBlocked)
+        let saved = (context.currentExecutor, context.currentAffinity, context.affinityOpen)
         context.currentExecutor = executor
         context.currentAffinity = affinity
-        context.affinityBlocked = false
+        context.affinityOpen = false
         job()
-        (context.currentExecutor, context.currentAffinity, context.affinityBlocked) = saved
+        (context.currentExecutor, context.currentAffinity, context.affinityOpen) = saved
     }
 
-    /// Whether a drain loop runs on this thread inside a job on `affinity` (and not inside a
-    /// registering call): a callback for that executor may then run here, in the job.
+    /// Runs `completion`, the library completing a derived future in a job after the transform
+    /// (user code) returned, with affinity open: callbacks for the job's executor that this makes
+    /// ready run in the job, in the drain loop it starts.
+    @usableFromInline
+    static func completingInJob(_ completion: () -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        let saved = context.affinityOpen
+        if context.currentAffinity != nil { context.affinityOpen = true }
+        completion()
+        context.affinityOpen = saved
+    }
+
+    /// Runs `body` with affinity closed: callbacks registered on a future that had already
+    /// completed never use it (a callback registered earlier for the same executor may still be
+    /// waiting in that executor's queue, and must run first).
+    @usableFromInline
+    static func closingAffinity(_ body: () -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        let saved = context.affinityOpen
+        context.affinityOpen = false
+        body()
+        context.affinityOpen = saved
+    }
+
+    /// Whether a drain loop runs on this thread inside a job on `affinity`, started by the library
+    /// completing a future after the job's user code returned: a callback for that executor may then
+    /// run here, in the job.
     @usableFromInline
     static func isInJob(of affinity: Affinity) -> Bool {
         guard let pointer = ThreadContext.existingPointer else { return false }
         return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in
-            context.isDraining && !context.affinityBlocked && context.currentAffinity == affinity
+            context.isDraining && context.affinityOpen && context.currentAffinity == affinity
         }
     }
 }
