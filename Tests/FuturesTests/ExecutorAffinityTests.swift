@@ -39,35 +39,25 @@ struct ExecutorAffinityTests {
         #expect(order.all == ["map 1 on the queue", "flatMap", "map 2 on the queue", "a job enqueued during the first step"])
     }
 
-    /// Registered inside a job on the queue, on a completed future: the callback does not run
-    /// inside the registering call.
-    @Test func aCallbackRegisteredOnACompletedFutureInsideAJobStillWaitsForTheCall() async {
+    /// A callback for the queue registered on a completed future inside a job on it, from the job's
+    /// own code or from the drain loop after a step, is handed over: it never runs inside the
+    /// registering call, and never overtakes an earlier callback of that future waiting in the queue.
+    @Test(arguments: [false, true])
+    func aCallbackRegisteredOnACompletedFutureInsideAJobIsHandedOver(afterAStep: Bool) async {
         let queue = MarkedQueue("affinity")
         let order = Recorder<String>()
         let done = Promise<Void>()
-        Future(value: 0).whenSuccess(on: .queue(queue.queue)) { _ in
+        let register: @Sendable (Int) -> Void = { _ in
             _ = Future(value: 1).map(on: .queue(queue.queue)) { _ in
                 order.append("map")
                 done.succeed(())
             }
             order.append("registered")
         }
-        _ = await done.future.result
-        #expect(order.all == ["registered", "map"])
-    }
-
-    /// Inside a drain loop in a job on the queue, a callback registered on a completed future is
-    /// handed over: an earlier callback of that future for the same queue may still be waiting there.
-    @Test func aCallbackRegisteredOnACompletedFutureIsHandedOver() async {
-        let queue = MarkedQueue("affinity")
-        let order = Recorder<String>()
-        let done = Promise<Void>()
-        Future(value: 0).map(on: .queue(queue.queue)) { $0 }.whenSuccess(on: .immediate) { _ in
-            _ = Future(value: 1).map(on: .queue(queue.queue)) { _ in
-                order.append("map")
-                done.succeed(())
-            }
-            order.append("registered")
+        if afterAStep {
+            Future(value: 0).map(on: .queue(queue.queue)) { $0 }.whenSuccess(on: .immediate, register)
+        } else {
+            Future(value: 0).whenSuccess(on: .queue(queue.queue), register)
         }
         _ = await done.future.result
         #expect(order.all == ["registered", "map"])
