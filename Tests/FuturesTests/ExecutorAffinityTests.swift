@@ -116,6 +116,65 @@ struct ExecutorAffinityTests {
         #expect(ran.wait(timeout: .now() + 60) == .success, "a callback ran inside the job's own call")
     }
 
+    /// User code that the completion of a step reaches directly (a final `.immediate` progress
+    /// handler) completing a promise under a lock: the promise's callback for the step's queue,
+    /// which takes that lock, runs after that code, not inside it.
+    @Test func codeReachedByAStepsCompletionNeverRunsCallbacksInsideItsCalls() {
+        let queue = DispatchQueue(label: "affinity-progress")
+        let lock = NSLock()
+        let order = Recorder<String>()
+        let other = Promise<Int>()
+        let ran = DispatchSemaphore(value: 0)
+        other.future.whenSuccess(on: .queue(queue)) { _ in
+            lock.lock()  // inside the handler's call, under its lock, this deadlocks
+            lock.unlock()
+            order.append("callback")
+            ran.signal()
+        }
+        let source = Promise<Int>()
+        let step = source.future.flatMap(on: .queue(queue)) { Future(value: $0) }
+        step.whenProgress(on: .immediate) { value in
+            guard value == 1 else { return }
+            lock.lock()
+            other.succeed(1)
+            lock.unlock()
+            order.append("handler returned")
+        }
+        source.succeed(0)
+        #expect(ran.wait(timeout: .now() + 60) == .success, "a callback ran inside the handler's call")
+        #expect(order.all == ["handler returned", "callback"])
+    }
+
+    /// A registration on a completed future inside a drain loop comes before one made later from
+    /// another thread: both on one serial queue, they keep that order.
+    @Test func registrationsOnACompletedFutureKeepTheirOrderAcrossThreads() {
+        let queue = DispatchQueue(label: "affinity-late")
+        let future = Future(value: 1)
+        let order = Recorder<String>()
+        let group = DispatchGroup()
+        group.enter()
+        group.enter()
+        let trigger = Promise<Void>()
+        trigger.future.whenSuccess(on: .immediate) { _ in  // a drain loop on this thread
+            future.whenSuccess(on: .queue(queue)) { _ in
+                order.append("first")
+                group.leave()
+            }
+            let registered = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                future.whenSuccess(on: .queue(queue)) { _ in
+                    order.append("second")
+                    group.leave()
+                }
+                registered.signal()
+            }
+            registered.wait()
+        }
+        trigger.succeed(())
+        group.wait()
+        #expect(order.all == ["first", "second"])
+    }
+
     /// A registration inside a job that starts a deferred future does not run the callback inside
     /// the registering call either.
     @Test func startingADeferredFutureInsideAJobDoesNotRunTheCallbackInTheCall() async {

@@ -531,9 +531,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// Runs a callback registered on this completed, idle future, never with executor affinity.
     /// Off a drain loop it runs at once, as this thread's drain loop, without taking ownership of the
     /// list (so no second lock to give it back): registrations racing it are concurrent, so no order
-    /// binds them. Inside a drain loop it queues behind the running callback, as a drain entry of its
-    /// own (or behind a drain of this future that started meanwhile, as a late callback). Out of
-    /// line, so that the registration path stays small enough to inline.
+    /// binds them. Inside a drain loop it queues behind the running callback, as a drain of its own
+    /// (or behind a drain that started meanwhile). Out of line, so that the registration path stays
+    /// small enough to inline.
     @inlinable @inline(never)
     final func runOnIdle(_ callback: CallbackEntry<Value>) {
         if !Drain.isRunningHere {
@@ -541,17 +541,23 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             Drain.runAsLoop { callback.run(with: outcome) }
             return
         }
-        let late: Bool = LockTable.withLock(self) {
-            guard draining else { return false }
-            ensureExtras.lateCallbacks.append(callback)
+        let start: Bool = LockTable.withLock(self) {
+            if draining {
+                ensureExtras.lateCallbacks.append(callback)
+                return false
+            }
+            callbacks.append(callback)
+            draining = true  // registrations after this one, from any thread, queue behind it
             return true
         }
-        if late { return }
-        // Behind the running callback, as a drain entry of its own, without affinity: registered
-        // after the completion, it must not overtake a callback for the same executor registered
+        // Behind the running callback, as a drain of this future without affinity: registered after
+        // the completion, its callbacks must not overtake one for the same executor registered
         // before it and still waiting in that executor's queue.
-        let outcome = storedOutcome
-        Drain.schedule(self, { _ in Drain.closingAffinity { callback.run(with: outcome) } })
+        if start {
+            Drain.schedule(self, { node in
+                Drain.closingAffinity { unsafeDowncast(node, to: FutureStorage<Value>.self).drain() }
+            })
+        }
     }
 
     /// Starts the work of a `Future.deferred` that has not started yet (outside any lock), through

@@ -37,9 +37,8 @@ enum Hop: Sendable {
     }
 
     /// Whether a callback that a drain loop is running may run its user code right here instead of
-    /// handing it to its executor: `.immediate`, or the job running on this thread is on that
-    /// executor (executor affinity). Only for callbacks registered on a future: a drain loop runs
-    /// them after the callback that made them ready has returned.
+    /// handing it to its executor: `.immediate`, or executor affinity is open for it (see
+    /// ``Drain/isInJob(of:)``). Only for callbacks registered on a future.
     @inlinable
     var runsHere: Bool {
         switch self {
@@ -59,9 +58,10 @@ enum Hop: Sendable {
     }
 }
 
-/// What a built-in executor runs its jobs on. A callback for an executor, made ready by a job running
-/// on the same thing, runs in that job, after the running callback returns, instead of being handed
-/// over again: a chain on a serial queue runs in one job, not one job per step.
+/// What a built-in executor runs its jobs on. When a chain step that ran in a job of an executor
+/// completes the next future, that future's callbacks for the same executor run in the job, after the
+/// step, instead of being handed over again: a chain on a serial queue runs in one job, not one job
+/// per step (see ``Drain/completingInJob(_:)``).
 @usableFromInline
 enum Affinity: Equatable, Sendable {
     /// A dispatch queue or an operation queue, by identity (two wrappers of one queue, like two

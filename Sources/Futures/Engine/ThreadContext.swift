@@ -147,9 +147,13 @@ enum Drain {
     @usableFromInline
     static func completingInJob(_ completion: () -> Void) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        // No affinity to open, or a loop runs already (an executor that ran the job in place).
+        guard context.currentAffinity != nil, !context.isDraining else { return completion() }
         let saved = context.affinityOpen
-        if context.currentAffinity != nil { context.affinityOpen = true }
-        completion()
+        context.affinityOpen = true
+        // The completion is the loop's first step: user code it reaches directly (final progress
+        // handlers, producer cancellation handlers) only queues what it completes.
+        context.runLoop(completion)
         context.affinityOpen = saved
     }
 
