@@ -25,9 +25,10 @@ struct AllocationBudgetTests {
         Budget(scenario: "map-step", allocations: 1, bytes: 128),
         // A map step through a custom executor (no affinity: a job per step).
         Budget(scenario: "map-step-hop", allocations: 5, bytes: 384),
-        // A map step of the default executor on a serial queue, run in the job that completed the
-        // chain's head: the derived future and the callback, no job.
-        Budget(scenario: "map-step-queue", allocations: 2, bytes: 207),
+        // A map step of the default executor on a serial queue, run in the job of the chain's first
+        // step: the derived future and the callback, no job. (The one hop's own allocations by GCD
+        // vary a little from run to run: a few bytes per step of slack.)
+        Budget(scenario: "map-step-queue", allocations: 2, bytes: 216),
         // A join's member, its promise included: the member costs the join no allocation.
         Budget(scenario: "join-member", allocations: 2, bytes: 232),
         // `await` of a completed future.
