@@ -155,14 +155,14 @@ extension Future {
             let derived = MappedStorage<Value, NewValue>(transform)
             storage.register({ outcome in derived.receive(outcome) }, derived: derived)
             return Future<NewValue>(storage: derived)
-        case .executor(let executor, let affinity):
+        case .executor:
             let derived = FutureStorage<NewValue>()
             storage.register({ outcome in
                 if case .success(let value) = outcome {
-                    if let affinity, Drain.isInJob(of: affinity) {
-                        derived.complete(Outcome { try transform(value) }, from: derived)  // no job to allocate
+                    if hop.runsHere {
+                        derived.complete(Outcome { try transform(value) }, from: derived)  // in the running job: no job to allocate
                     } else {
-                        executor.execute {
+                        hop.run {
                             let result = Outcome { try transform(value) }
                             Drain.completingInJob { derived.complete(result, from: derived) }
                         }

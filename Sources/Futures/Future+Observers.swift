@@ -3,11 +3,7 @@ extension Hop {
     /// when it runs here).
     @inlinable
     func runCallback<Argument: Sendable>(_ argument: Argument, _ body: @escaping @Sendable (Argument) -> Void) {
-        switch self {
-        case .inline: body(argument)
-        case .executor(let executor, let affinity):
-            if let affinity, Drain.isInJob(of: affinity) { body(argument) } else { executor.execute { body(argument) } }
-        }
+        if runsHere { body(argument) } else { run { body(argument) } }
     }
 }
 

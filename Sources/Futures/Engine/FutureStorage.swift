@@ -297,14 +297,18 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         work.drain = !callbacks.isEmpty
         draining = work.drain
         work.cancelled = outcome.isCancelled
-        if work.cancelled, upstream != nil {
-            // Leave the upstream: as a consumer, or, for an `observe()` branch, only taking the entry off.
-            work.withdrawal = consumesUpstream ? .counted : .observer
-            work.key = extras?.upstreamKey ?? RegistrationKey(self)
-        }
+        if work.cancelled, upstream != nil { (work.withdrawal, work.key) = departure }
         swap(&work.upstream, &upstream)
         if extras != nil { work.extras = extras.take() }  // moved out: released after the unlock
         if let progress { work.progress = progress.complete(success: outcome.isSuccess) }
+    }
+
+    /// How this pending future leaves its upstream (caller holds the lock, `extras` still attached):
+    /// as a consumer, or, for an `observe()` branch, only taking its entry off; and the key of that
+    /// entry.
+    @inlinable
+    final var departure: (withdrawal: Withdrawal, key: RegistrationKey) {
+        (consumesUpstream ? .counted : .observer, extras?.upstreamKey ?? RegistrationKey(self))
     }
 
     /// The work after a completion, outside the lock: producer cancellation handlers, callbacks.
@@ -620,8 +624,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
                 node.ensureExtras.handCompletion(to: newCompleter)
                 swap(&detached, &node.upstream)
                 guard let upstream = detached else { return (.pending, .some(nil)) }
-                let withdrawal: Withdrawal = node.consumesUpstream ? .counted : .observer
-                return (.pending, UpstreamLink(source: upstream, withdrawal: withdrawal, key: node.extras?.upstreamKey ?? RegistrationKey(node)))
+                let (withdrawal, key) = node.departure
+                return (.pending, UpstreamLink(source: upstream, withdrawal: withdrawal, key: key))
             }
             if step.phase != .linked { return step.reserved }
             node = node.root()
@@ -668,9 +672,9 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     }
 
     /// Takes the entry registered under `key` off this future's callbacks if it is still pending
-    /// (following merge links), and releases it after the lock. Apart from ``withdraw(_:key:)``, whose
-    /// usual paths then hold no value of a callback type: unspecialised code pays a type-metadata
-    /// lookup for each such value.
+    /// (following merge links), and releases it after the lock. A function of its own, so that
+    /// ``withdraw(_:key:)`` holds no callback-typed value on its usual paths: unspecialised code pays
+    /// a type-metadata lookup for each such value.
     @usableFromInline @inline(never)
     final func removeRegistration(_ key: RegistrationKey) {
         var node = self

@@ -50,11 +50,7 @@ enum Hop: Sendable {
     /// Runs a callback's user code, `work`, here if ``runsHere``, else on the executor.
     @inlinable
     func runCallback(_ work: @escaping @Sendable () -> Void) {
-        switch self {
-        case .inline: work()
-        case .executor(let executor, let affinity):
-            if let affinity, Drain.isInJob(of: affinity) { work() } else { executor.execute(work) }
-        }
+        if runsHere { work() } else { run(work) }
     }
 }
 

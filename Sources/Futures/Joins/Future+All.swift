@@ -169,7 +169,7 @@ extension Future {
                 // The join was decided (by a member that was complete already, or completed on
                 // another thread) and withdrew from the members registered before this one: this
                 // one leaves too, and the rest are not needed.
-                Cancellation.withdraw(from: member.storage, key: RegistrationKey(owner: ObjectIdentifier(state), index: index))
+                Cancellation.withdraw(from: member.storage, key: state.key(of: index))
                 break
             }
         }
@@ -329,6 +329,10 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// The key of member `index`'s entry: this join (its sink's owner) and the index.
+    @inlinable
+    func key(of index: Int) -> RegistrationKey { RegistrationKey(owner: ObjectIdentifier(self), index: index) }
+
     /// Withdraws the join from the registered members with no outcome yet (taken under the lock,
     /// withdrawn from outside it); members that register later withdraw themselves.
     @inlinable
@@ -341,11 +345,7 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
                 return member.map { (index, $0) }
             }
         }
-        // Each member's entry is keyed by this join (its sink's owner) and the member's index.
-        let owner = ObjectIdentifier(self)
-        for (index, member) in pending {
-            Cancellation.withdraw(from: member, key: RegistrationKey(owner: owner, index: index))
-        }
+        for (index, member) in pending { Cancellation.withdraw(from: member, key: key(of: index)) }
     }
 
     /// Every member still alive, with its index (for progress).

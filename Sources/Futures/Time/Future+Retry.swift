@@ -89,9 +89,8 @@ extension Future {
     ) -> Future<Value> {
         precondition(attempts >= 1, "retry needs at least one attempt")
         // Set as the result is cancelled (a producer handler: before its callbacks run). A step
-        // whose future was cancelled may still see its source's outcome (its registration stays on
-        // the source until that completes), so each step checks it before starting a wait or an
-        // attempt.
+        // cancelled while its source's callbacks are running may still see that source's outcome,
+        // so each step checks it before starting a wait or an attempt.
         let stopped = Locked(false)
         @Sendable func attempt(_ number: Int) -> Future<Value> {
             operation().flatMapError(on: .immediate) { error in
