@@ -103,14 +103,31 @@ enum LockTable {
     /// (see ``LockChecks``).
     @inlinable
     static func withLock<R>(_ object: AnyObject, _ body: () throws -> R) rethrows -> R {
-        let lock = lock(at: index(of: object))
+        let lock = acquire(object)
+        defer { release(lock) }
+        return try body()
+    }
+
+    /// Takes the stripe lock of `object` (the rules of ``withLock(_:_:)`` apply until
+    /// ``release(_:)``), for the few callers whose critical region does not fit one closure.
+    @inlinable @inline(__always)
+    static func acquire(_ object: AnyObject) -> UnsafeMutablePointer<RawLock> {
+        let stripe = index(of: object)
+        let lock = lock(at: stripe)
         #if DEBUG
-        LockChecks.willLockStripe()
-        defer { LockChecks.didUnlockStripe() }
+        LockChecks.willLockStripes(stripe, stripe)
         #endif
         RawLockOps.lock(lock)
-        defer { RawLockOps.unlock(lock) }
-        return try body()
+        return lock
+    }
+
+    /// Releases a lock taken by ``acquire(_:)``.
+    @inlinable @inline(__always)
+    static func release(_ lock: UnsafeMutablePointer<RawLock>) {
+        RawLockOps.unlock(lock)
+        #if DEBUG
+        LockChecks.didUnlockStripe()
+        #endif
     }
 
     /// Runs `body` holding the stripe locks of both objects, taken in index order (once if shared).
@@ -122,7 +139,7 @@ enum LockTable {
         let low = lock(at: min(a, b))
         let high = lock(at: max(a, b))
         #if DEBUG
-        LockChecks.willLockStripe()
+        LockChecks.willLockStripes(a, b)
         defer { LockChecks.didUnlockStripe() }
         #endif
         RawLockOps.lock(low)
@@ -162,7 +179,9 @@ final class Lock: @unchecked Sendable {
     }
 }
 
-/// A value guarded by its own lock.
+/// A value guarded by its own lock, for state whose critical regions take stripe locks (a cache
+/// that registers on futures), or that is touched while one is held (a race's winner, set by its
+/// join). Its lock never nests in itself.
 @usableFromInline
 final class Locked<State>: @unchecked Sendable {
     // Safety: `state` is only read or written inside `lock.withLock`.
@@ -174,6 +193,22 @@ final class Locked<State>: @unchecked Sendable {
     @inlinable
     func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         try lock.withLock { try body(&state) }
+    }
+}
+
+/// A value guarded by its stripe lock (see ``LockTable``): the small shared state of the library's
+/// helpers (counters, accumulators, progress meters), with no lock of its own to allocate. Its
+/// critical regions follow the stripe rules: no other lock, no user code, nothing released.
+@usableFromInline
+final class Guarded<State>: @unchecked Sendable {
+    // Safety: `state` is only read or written inside `LockTable.withLock(self)`, here.
+    @exclusivity(unchecked) @usableFromInline var state: State
+
+    @inlinable init(_ state: State) { self.state = state }
+
+    @inlinable
+    func withLock<R>(_ body: (inout State) -> R) -> R {
+        LockTable.withLock(self) { body(&state) }
     }
 }
 
@@ -191,12 +226,14 @@ func releaseOutsideLock<Garbage>(_ garbage: consuming Garbage) {
 }
 
 /// Debug-build checks of the stripe-lock rules: a thread never takes a stripe lock while it holds
-/// one (two at once only through ``LockTable/withLocks(_:_:_:)``, which counts as one), and never
-/// frees a future, a promise or a token while it holds one (their deinits may run user code and
-/// take stripe locks). Release builds compile none of it.
+/// one (two at once only through ``LockTable/withLocks(_:_:_:)``, which counts as one), never frees
+/// a future, a promise or a token while it holds one (their deinits may run user code and take
+/// stripe locks), and code that says "caller holds the lock" does (``assertHolds(_:)``). Release
+/// builds compile none of it.
 @usableFromInline
 enum LockChecks {
-    /// Per thread: whether it holds a stripe lock (a non-null value) or not.
+    /// Per thread: the stripes it holds, as `first + 1` in the low 16 bits and `second + 1` above
+    /// them, or null when it holds none.
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         let error = pthread_key_create(&key, nil)
@@ -204,18 +241,30 @@ enum LockChecks {
         return key
     }()
 
+    /// The stripes this thread holds, encoded as in `key`, or 0.
+    private static var held: UInt { UInt(bitPattern: pthread_getspecific(key)) }
+
     /// Whether this thread holds a stripe lock.
-    @usableFromInline static var holdsStripe: Bool { pthread_getspecific(key) != nil }
+    @usableFromInline static var holdsStripe: Bool { held != 0 }
 
     @usableFromInline
-    static func willLockStripe() {
+    static func willLockStripes(_ first: Int, _ second: Int) {
         precondition(!holdsStripe, "a stripe lock was taken while this thread already held one (a nested withLock)")
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1))
+        let encoded = UInt(first + 1) | UInt(second + 1) << 16
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: encoded))
     }
 
     @usableFromInline
     static func didUnlockStripe() {
         pthread_setspecific(key, nil)
+    }
+
+    /// Traps unless this thread holds the stripe lock of `object`.
+    @usableFromInline
+    static func assertHolds(_ object: AnyObject) {
+        let stripe = UInt(LockTable.index(of: object) + 1)
+        let held = held
+        precondition(held & 0xFFFF == stripe || held >> 16 == stripe, "the caller does not hold this object's stripe lock")
     }
 
     /// Traps if this thread holds a stripe lock: `what` is being freed under it.

@@ -157,14 +157,7 @@ extension Future {
         }
         var neverLike: [Int] = []  // members nothing but cancellation can complete
         for (index, member) in members.enumerated() {
-            var isNeverLike = false
-            member.storage.register(.member(sink, index: index), whilePending: { node in
-                node.consumers += 1
-                isNeverLike = node.immortal
-            }, ifNever: {
-                isNeverLike = true
-            })
-            if isNeverLike { neverLike.append(index) }
+            if member.storage.registerMember(sink, index: index) { neverLike.append(index) }
             if state.registered(index) {
                 // The join was decided (by a member that was complete already, or completed on
                 // another thread) and withdrew from the members registered before this one: this
@@ -180,10 +173,10 @@ extension Future {
         // Progress, set up only when someone follows the join's progress.
         let count = members.count  // not `members`: the join must not hold never-like ones strongly
         promise.storage.setProgressDemand { target in
-            let meter = JoinMeter(count: count, kind: progress)
+            let meter = Guarded(JoinMeter(count: count, kind: progress))
             for (index, member) in state.allMembers() {
                 member.observeProgress { value, _ in
-                    target.setProgress(meter.record(value, at: index), from: nil)
+                    target.setProgress(meter.withLock { $0.record(value, at: index) }, from: nil)
                 }
             }
         }
@@ -198,15 +191,14 @@ extension Future {
 
 /// The members' progress of one join: their mean (joins), or the leader's (races).
 @usableFromInline
-final class JoinMeter: @unchecked Sendable {
-    // Safety: `values`, `sum` and `leading` are only touched under `LockTable.withLock(self)`.
+struct JoinMeter {
     @usableFromInline
     enum Kind: Sendable { case mean, leading }
 
-    private let kind: Kind
-    private var values: [Double]
-    private var sum = 0.0
-    private var leading = 0.0
+    let kind: Kind
+    var values: [Double]
+    var sum = 0.0
+    var leading = 0.0
 
     @usableFromInline
     init(count: Int, kind: Kind) {
@@ -216,15 +208,13 @@ final class JoinMeter: @unchecked Sendable {
 
     /// Records member `index`'s progress; returns the join's.
     @usableFromInline
-    func record(_ value: Double, at index: Int) -> Double {
-        LockTable.withLock(self) {
-            // A member's part never goes backwards either (its producer may lower its own).
-            let part = max(values[index], value)
-            sum += part - values[index]
-            values[index] = part
-            leading = max(leading, value)
-            return kind == .mean ? min(max(sum / Double(values.count), 0), 1) : leading
-        }
+    mutating func record(_ value: Double, at index: Int) -> Double {
+        // A member's part never goes backwards either (its producer may lower its own).
+        let part = max(values[index], value)
+        sum += part - values[index]
+        values[index] = part
+        leading = max(leading, value)
+        return kind == .mean ? min(max(sum / Double(values.count), 0), 1) : leading
     }
 }
 

@@ -14,7 +14,7 @@ extension Sequence {
     public func orderedByCompletion<Value>() -> [Future<Value>] where Element == Future<Value> {
         let members = Array(self)
         let slots = members.map { _ in Promise<Value>() }
-        let counter = CompletionCounter()
+        let counter = Guarded(0)
         for member in members {
             member.storage.register({ outcome in
                 slots[counter.next()].complete(outcome)
@@ -41,7 +41,7 @@ extension Sequence {
             continuation.finish()
             return stream
         }
-        let counter = CompletionCounter()
+        let counter = Guarded(0)
         for (index, member) in members.enumerated() {
             member.storage.register({ outcome in
                 continuation.yield((index, outcome))
@@ -52,13 +52,10 @@ extension Sequence {
     }
 }
 
-/// Hands out 0, 1, 2, ... to completions racing from many threads.
-final class CompletionCounter: @unchecked Sendable {
-    // Safety: `count` is only touched under `LockTable.withLock(self)`.
-    private var count = 0
-
+extension Guarded where State == Int {
+    /// Hands out 0, 1, 2, ... to completions racing from many threads.
     func next() -> Int {
-        LockTable.withLock(self) {
+        withLock { count in
             defer { count += 1 }
             return count
         }

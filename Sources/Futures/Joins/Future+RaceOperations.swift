@@ -55,7 +55,7 @@ private final class Contest: Sendable {
     let sources: [CancellationSource]
     /// Cancelled when the race ends without a winner, to drop the registration on `until`.
     let noWinner = CancellationSource()
-    private let won = Locked<Int?>(nil)
+    private let won = Locked<Int?>(nil)  // set under the join's stripe lock: a lock of its own
 
     init(count: Int) { sources = (0..<count).map { _ in CancellationSource() } }
 

@@ -17,13 +17,13 @@ extension Future {
         _ operation: @escaping @Sendable (Item) throws -> Future<Element>
     ) -> Future<[Element]> where Value == [Element] {
         let items = Array(items)
-        let results = Accumulator<Element>()
+        let results = Guarded<[Element]>([])
         @Sendable func step(_ index: Int) -> Future<[Element]> {
-            guard index < items.count else { return Future<[Element]>(value: results.values) }
+            guard index < items.count else { return Future<[Element]>(value: results.withLock { $0 }) }
             let started: Future<Element>
             do { started = try operation(items[index]) } catch { return Future<[Element]>(error: error) }
             return started.flatMap(on: .immediate) { value in
-                results.append(value)
+                results.withLock { $0.append(value) }
                 return step(index + 1)
             }
         }
@@ -59,57 +59,42 @@ extension Future {
         let items = Array(items)
         let slots = items.map { _ in Promise<Element>() }
         let joined = Future<[Element]>.all(slots.map(\.future), policy: policy)
-        let scheduler = Scheduler(count: items.count)
+        let scheduler = Guarded(ItemScheduler(count: items.count))
         @Sendable func start(_ first: Int) {
             var candidate: Int? = first
             // Skip items whose slot was cancelled before they started (in a loop: a fail-fast
             // over a million items must not recurse a million times).
             while let index = candidate, !slots[index].future.isPending {
-                candidate = scheduler.finished()
+                candidate = scheduler.withLock { $0.finished() }
             }
             guard let index = candidate else { return }
             let started: Future<Element>
             do { started = try operation(items[index]) } catch { started = Future<Element>(error: error) }
-            started.storage.register({ _ in scheduler.finished().map(start) }, asConsumer: false)
+            started.storage.register({ _ in scheduler.withLock { $0.finished() }.map(start) }, asConsumer: false)
             slots[index].complete(with: started)
         }
-        for index in scheduler.initial(limit: limit) { start(index) }
+        for index in scheduler.withLock({ $0.initial(limit: limit) }) { start(index) }
         return joined
     }
 }
 
-/// Values appended by one operation at a time, read at the end.
-final class Accumulator<Element: Sendable>: @unchecked Sendable {
-    // Safety: `stored` is only touched under `LockTable.withLock(self)`.
-    private var stored: [Element] = []
-
-    func append(_ value: Element) { LockTable.withLock(self) { stored.append(value) } }
-
-    var values: [Element] { LockTable.withLock(self) { stored } }
-}
-
 /// Hands out item indices: the first `limit` at once, then one per finished operation.
-final class Scheduler: @unchecked Sendable {
-    // Safety: `next` is only touched under `LockTable.withLock(self)`.
-    private let count: Int
-    private var next = 0
+struct ItemScheduler {
+    let count: Int
+    var next = 0
 
     init(count: Int) { self.count = count }
 
-    func initial(limit: Int) -> [Int] {
-        LockTable.withLock(self) {
-            let first = Array(0..<min(limit, count))
-            next = first.count
-            return first
-        }
+    mutating func initial(limit: Int) -> [Int] {
+        let first = Array(0..<min(limit, count))
+        next = first.count
+        return first
     }
 
     /// An operation finished: the next index to start, if any.
-    func finished() -> Int? {
-        LockTable.withLock(self) {
-            guard next < count else { return nil }
-            defer { next += 1 }
-            return next
-        }
+    mutating func finished() -> Int? {
+        guard next < count else { return nil }
+        defer { next += 1 }
+        return next
     }
 }

@@ -3,66 +3,6 @@
 @usableFromInline
 typealias ProgressObserver = @Sendable (_ value: Double, _ version: UInt64) -> Void
 
-/// How a future's progress derives from the future that drives it (its *subject*: itself, or after
-/// merges the adopted future it was merged with): the subject's own (or upstream's) progress
-/// weighted by `weight` for a flatMap, or `weight + (1 - weight) * innerPart` once the subject has
-/// adopted a future it waits on; merges compose as `offset + scale * subject`.
-@usableFromInline
-struct ProgressRelation {
-    var weight: Double?
-    var ownPart = 0.0
-    var innerPart = 0.0
-    var adopted = false
-    var offset = 0.0
-    var scale = 1.0
-    /// Combined progress never goes backwards; a producer's own progress may.
-    var monotonic = false
-
-    /// A fresh future's relation: a plain flatMap weighs its two steps equally.
-    static func initial(combines: Bool) -> ProgressRelation {
-        var relation = ProgressRelation()
-        if combines { relation.setWeight(0.5) }
-        return relation
-    }
-
-    mutating func setWeight(_ weight: Double) {
-        self.weight = weight
-        monotonic = true
-    }
-
-    var raw: Double {
-        let subject: Double
-        if adopted {
-            let w = weight ?? 0
-            subject = w + (1 - w) * innerPart
-        } else {
-            subject = (weight ?? 1) * ownPart
-        }
-        return offset + scale * subject
-    }
-
-    /// This future adopted `target` by merging: fold this future's weight into the composition
-    /// and make the target the subject.
-    mutating func absorb(_ target: ProgressRelation) {
-        let w = weight ?? 0
-        offset += scale * w
-        scale *= 1 - w
-        offset += scale * target.offset
-        scale *= target.scale
-        weight = target.weight
-        adopted = target.adopted
-        ownPart = target.ownPart
-        innerPart = target.innerPart
-        monotonic = monotonic || target.monotonic
-    }
-
-    /// The subject adopted a future it waits on, which already had `innerProgress`.
-    mutating func adoptWaiting(innerProgress: Double) {
-        adopted = true
-        innerPart = innerProgress
-    }
-}
-
 /// The progress of one future, allocated the first time anyone sets or observes it: futures that
 /// never use progress pay one nil field for it.
 ///
@@ -168,24 +108,15 @@ extension FutureStorage: ProgressNode {
     func setProgress(_ raw: Double, from origin: AnyObject?) {
         guard !raw.isNaN else { return }
         let incoming = min(max(raw, 0), 1)
-        var node = self
-        while true {
-            let (linked, changed, observers): (Bool, (Double, UInt64)?, [ProgressObserver]) = LockTable.withLock(node) {
-                guard node.phase != .linked else { return (true, nil, []) }
-                guard node.phase == .pending else { return (false, nil, []) }
-                if let origin, !node.accepts(origin) { return (false, nil, []) }
-                let state = node.ensureProgress
-                state.relation.ownPart = incoming
-                let changed = state.update()
-                return (false, changed, changed == nil ? [] : state.observers)
-            }
-            if linked {
-                node = node.root()
-                continue
-            }
-            if let (value, version) = changed { for observer in observers { observer(value, version) } }
-            return
+        let (changed, observers): ((Double, UInt64)?, [ProgressObserver]) = withState { node in
+            guard node.phase == .pending else { return (nil, []) }
+            if let origin, !node.accepts(origin) { return (nil, []) }
+            let state = node.ensureProgress
+            state.relation.ownPart = incoming
+            let changed = state.update()
+            return (changed, changed == nil ? [] : state.observers)
         }
+        if let (value, version) = changed { for observer in observers { observer(value, version) } }
     }
 
     /// The current progress: 1 after success; the last value otherwise. Reading it sets up
@@ -193,8 +124,7 @@ extension FutureStorage: ProgressNode {
     @usableFromInline
     var currentProgress: Double {
         Self.startFollowing(self.root())
-        let node = root()
-        return LockTable.withLock(node) {
+        return withState { node in
             if node.phase == .completed, node.result?.isSuccess == true { return 1 }
             return node.progress?.value ?? 0
         }
@@ -252,27 +182,21 @@ extension FutureStorage: ProgressNode {
 
     @usableFromInline
     func addProgressObserver(_ observer: @escaping ProgressObserver) -> (Double, UInt64) {
-        var node = self
-        while true {
-            let (linked, current): (Bool, (Double, UInt64)) = LockTable.withLock(node) {
-                switch node.phase {
-                case .linked: return (true, (0, 0))
-                case .never: return (false, (0, 0))
-                case .completed:
-                    let version = node.progress?.version ?? 0
-                    return (false, (node.result?.isSuccess == true ? 1 : node.progress?.value ?? 0, version))
-                case .pending:
-                    let state = node.ensureProgress
-                    state.observers.append(observer)
-                    return (false, (state.value, state.version))
-                }
+        let current: (Double, UInt64) = withState { node in
+            switch node.phase {
+            case .linked: node.linkedFutureTrap()
+            case .never: return (0, 0)
+            case .completed:
+                let version = node.progress?.version ?? 0
+                return (node.result?.isSuccess == true ? 1 : node.progress?.value ?? 0, version)
+            case .pending:
+                let state = node.ensureProgress
+                state.observers.append(observer)
+                return (state.value, state.version)
             }
-            if !linked {
-                withExtendedLifetime(observer) {}  // not stored on a completed future: released after the lock
-                return current
-            }
-            node = node.root()
         }
+        withExtendedLifetime(observer) {}  // if not stored (a completed future): released after the lock
+        return current
     }
 
     @usableFromInline

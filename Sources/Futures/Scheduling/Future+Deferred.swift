@@ -34,7 +34,7 @@ extension Future {
         let storage = FutureStorage<Value>()
         // The work does not capture the storage (it is handed it), so an unused deferred future
         // is freed like any other.
-        storage.ensureExtras.onDemand = { storage in
+        storage.startsOnDemand { storage in
             Promise(completing: storage, file: file, line: line).complete(with: body())
         }
         return Future(storage: storage)

@@ -27,9 +27,9 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
 
     private let promise: Promise<Value>
     private let work: @Sendable () -> Future<Value>
-    private let state = Locked(RunState.waiting)
+    private let state = Guarded(RunState.waiting)
     /// Set by the first `start()`: the work runs at most once, even if `start()` is called again.
-    private let started = Locked(false)
+    private let started = Guarded(false)
 
     private enum RunState { case waiting, executing, finished }
 

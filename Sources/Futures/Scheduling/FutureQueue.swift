@@ -13,14 +13,14 @@
 /// to its own queue and waits for what it added can deadlock the queue (with `maxConcurrent: 1`
 /// it always does).
 public final class FutureQueue: Sendable {
-    private let state: Locked<QueueState>
+    private let state: Guarded<QueueState>
 
     /// Creates a queue.
     ///
     /// - Parameter maxConcurrent: the most operations running at once (at least 1).
     public init(maxConcurrent: Int = 1) {
         precondition(maxConcurrent >= 1, "a FutureQueue needs maxConcurrent of at least 1")
-        state = Locked(QueueState(limit: maxConcurrent))
+        state = Guarded(QueueState(limit: maxConcurrent))
     }
 
     /// Adds an operation; it starts now if fewer than `maxConcurrent` are running, else after the

@@ -1,0 +1,126 @@
+/// The trampoline that keeps callback chains off the stack.
+///
+/// A completed future with callbacks is handed to ``schedule(_:_:)``. If this thread is not already
+/// draining, it drains the future now and then everything that completes while doing so, in FIFO
+/// order; if it is, the future joins the queue and runs after the current callback returns. A
+/// million-step `.immediate` chain therefore runs in a loop at constant stack depth.
+@usableFromInline
+enum Drain {
+    /// Runs `run(node)` through this thread's drain loop: queued (the entry retains `node`) if a
+    /// loop already runs here, else at once as the loop, with `node` borrowed from the caller.
+    @usableFromInline
+    static func schedule(_ node: AnyObject, _ run: @escaping (AnyObject) -> Void) {
+        // Unretained: the thread-specific slot keeps the context alive until the thread exits.
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        if context.isDraining {
+            context.drainQueue.append(DrainEntry(node: node, run: run))
+        } else {
+            context.runLoop { run(node) }
+        }
+    }
+
+    /// Whether a drain loop is running on this thread (then new work must queue behind it).
+    @usableFromInline
+    static var isRunningHere: Bool {
+        guard let pointer = ThreadContext.existingPointer else { return false }
+        return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.isDraining }
+    }
+
+    /// Runs `body`, a callback registered on an idle completed future, as this thread's drain loop,
+    /// inside the registering call: what it completes queues behind it and runs after it returns,
+    /// and no callback uses the running job's affinity meanwhile. The caller checked
+    /// ``isRunningHere`` is `false`.
+    @usableFromInline
+    static func runAsLoop(_ body: () -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        let saved = context.affinityOpen
+        context.affinityOpen = false
+        context.runLoop(body)
+        context.affinityOpen = saved
+    }
+
+    /// Runs `job` with `executor` (and its affinity) recorded as the one running on this thread.
+    /// The job's own code runs with affinity closed (see ``completingInJob(_:)``).
+    @usableFromInline
+    static func run(on executor: any Executor, affinity: Affinity?, _ job: () -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        let saved = (context.currentExecutor, context.currentAffinity, context.affinityOpen)
+        context.currentExecutor = executor
+        context.currentAffinity = affinity
+        context.affinityOpen = false
+        job()
+        (context.currentExecutor, context.currentAffinity, context.affinityOpen) = saved
+    }
+
+    /// Runs `completion`, the library completing a derived future in a job after the transform
+    /// (user code) returned, with affinity open: callbacks for the job's executor that this makes
+    /// ready run in the job, in the drain loop it starts.
+    @usableFromInline
+    static func completingInJob(_ completion: () -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        // No affinity to open, or a loop runs already (an executor that ran the job in place).
+        guard context.currentAffinity != nil, !context.isDraining else { return completion() }
+        let saved = context.affinityOpen
+        context.affinityOpen = true
+        // The completion is the loop's first step: user code it reaches directly (final progress
+        // handlers, producer cancellation handlers) only queues what it completes.
+        context.runLoop(completion)
+        context.affinityOpen = saved
+    }
+
+    /// Runs `body` with affinity closed: callbacks registered on a future that had already
+    /// completed never use it (a callback registered earlier for the same executor may still be
+    /// waiting in that executor's queue, and must run first).
+    @usableFromInline
+    static func closingAffinity(_ body: () -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        let saved = context.affinityOpen
+        context.affinityOpen = false
+        body()
+        context.affinityOpen = saved
+    }
+
+    /// Whether a drain loop runs on this thread inside a job on `affinity`, started by the library
+    /// completing a future after the job's user code returned: a callback for that executor may then
+    /// run here, in the job.
+    @usableFromInline
+    static func isInJob(of affinity: Affinity) -> Bool {
+        guard let pointer = ThreadContext.existingPointer else { return false }
+        return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in
+            context.isDraining && context.affinityOpen && context.currentAffinity == affinity
+        }
+    }
+}
+
+extension ThreadContext {
+    /// Runs `first`, then every entry queued meanwhile (see ``Drain``).
+    func runLoop(_ first: () -> Void) {
+        isDraining = true
+        first()
+        runQueued()
+    }
+
+    /// Runs the queued entries, and those they queue, in FIFO order; then ends the loop.
+    private func runQueued() {
+        while drainHead < drainQueue.count {
+            let next: DrainEntry
+            if drainHead == drainQueue.count - 1 {
+                // The last entry waiting (in a chain, the only one): pop it in O(1) and drop the
+                // consumed entries before it.
+                next = drainQueue.removeLast()
+                if drainHead > 0 { drainQueue.removeAll(keepingCapacity: true) }
+                drainHead = 0
+            } else {
+                next = drainQueue[drainHead]
+                drainHead += 1
+                if drainHead >= 4096, drainHead * 2 >= drainQueue.count {
+                    drainQueue.removeFirst(drainHead)
+                    drainHead = 0
+                }
+            }
+            next.run(next.node)
+        }
+        if drainQueue.capacity > 4096 { drainQueue = [] }
+        isDraining = false
+    }
+}

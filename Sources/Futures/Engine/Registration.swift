@@ -1,0 +1,118 @@
+/// Registering on a future: callbacks of observers, consumers, derived futures and join members;
+/// producer cancellation handlers; the start of deferred work.
+extension FutureStorage {
+    /// Adds a callback, run once with the outcome (through the drain loop if already complete).
+    ///
+    /// - Parameters:
+    ///   - callback: the callback; it decides itself whether to hop to an executor.
+    ///   - asConsumer: whether the registrant consumes the value (an awaiting task) rather than
+    ///     merely observing it. Derived futures use ``register(_:derived:consumer:)``.
+    ///   - owner: the registrant, if it will withdraw (its entry is then removed; see
+    ///     ``RegistrationKey``).
+    @inlinable
+    final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil) {
+        var entry: CallbackEntry<Value>? = .outcome(callback, owner: owner.map(ObjectIdentifier.init))
+        withState({ $0.registerLocked(&entry, counted: asConsumer) }, then: { node, step in node.registered(step, &entry) })
+    }
+
+    /// Adds an observer's success handler that runs inline in the drain loop (`.immediate`),
+    /// stored without a wrapping closure.
+    @inlinable
+    final func registerInlineSuccess(_ body: @escaping @Sendable (Value) -> Void) {
+        var entry: CallbackEntry<Value>? = .success(body)
+        withState({ $0.registerLocked(&entry, counted: false) }, then: { node, step in node.registered(step, &entry) })
+    }
+
+    /// Registers `callback` for a future derived from this one: its consumer (or, for an
+    /// `observe()` branch, `consumer: false`, a follower that never withdraws as a consumer), which
+    /// records this future as its upstream before the callback can run. The one way an operator
+    /// derives a future; the callback completes `derived` with ``complete(_:from:)``,
+    /// ``finish(_:origin:)`` or ``adopt(_:from:)``.
+    @inlinable
+    final func register<Derived>(
+        _ callback: @escaping Callback<Value>,
+        derived: FutureStorage<Derived>,
+        consumer: Bool = true
+    ) {
+        derived.consumesUpstream = consumer
+        var entry: CallbackEntry<Value>? = .outcome(callback, owner: ObjectIdentifier(derived))
+        withState({ $0.registerLocked(&entry, derived: derived) }, then: { node, step in node.registered(step, &entry) })
+    }
+
+    /// Registers a join's member sink as a consumer of this future, with the member's index.
+    ///
+    /// - Returns: whether this future is never-like (nothing but cancellation can complete it), so
+    ///   that the join holds it weakly.
+    @inlinable
+    final func registerMember(_ sink: MemberSink<Value>, index: Int) -> Bool {
+        var entry: CallbackEntry<Value>? = .member(sink, index: index)
+        return withState({ node -> (RegisterStep, neverLike: Bool) in
+            (node.registerLocked(&entry, counted: true), node.phase == .never || node.immortal)
+        }, then: { node, step in
+            node.registered(step.0, &entry)
+            return step.neverLike
+        })
+    }
+
+    /// The rest of a registration, after the lock: starts deferred work, or runs the callback of
+    /// an idle completed future. An entry left in `entry` (dropped by `never`) is released here.
+    @inlinable
+    final func registered(_ step: RegisterStep, _ entry: inout CallbackEntry<Value>?) {
+        switch step {
+        case .done: break
+        case .demand: startIfDeferred()
+        case .idle: runOnIdle(entry.take()!)
+        }
+    }
+
+    /// Runs a callback registered on this completed, idle future, never with executor affinity.
+    /// Off a drain loop it runs at once, as this thread's drain loop, without taking ownership of the
+    /// list (so no second lock to give it back): registrations racing it are concurrent, so no order
+    /// binds them. Inside a drain loop it queues behind the running callback, as a drain of its own
+    /// (or behind a drain that started meanwhile). Out of line, so that the registration path stays
+    /// small enough to inline.
+    @inlinable @inline(never)
+    final func runOnIdle(_ callback: CallbackEntry<Value>) {
+        if !Drain.isRunningHere {
+            let outcome = storedOutcome  // final once completed; read after the lock that saw it so
+            Drain.runAsLoop { callback.run(with: outcome) }
+            return
+        }
+        let start = LockTable.withLock(self) { restartDrainLocked(callback) }
+        // Behind the running callback, as a drain of this future without affinity: registered after
+        // the completion, its callbacks must not overtake one for the same executor registered
+        // before it and still waiting in that executor's queue.
+        if start {
+            Drain.schedule(self, { node in
+                Drain.closingAffinity { unsafeDowncast(node, to: FutureStorage<Value>.self).drain() }
+            })
+        }
+    }
+
+    /// Gives a new, not yet shared, future the work of a `Future.deferred`: it starts (once) when
+    /// the first callback registers or a future adopts this one, and gets the future to complete.
+    @usableFromInline
+    final func startsOnDemand(_ work: @escaping @Sendable (FutureStorage<Value>) -> Void) {
+        LockTable.withLock(self) { ensureExtras.onDemand = work }
+    }
+
+    /// Starts the work of a `Future.deferred` that has not started yet (outside any lock), through
+    /// the drain loop: a deferred future whose work starts another one (a recursive deferred chain)
+    /// runs in a loop, not by recursion.
+    @usableFromInline
+    final func startIfDeferred() {
+        guard let work = LockTable.withLock(self, { takeDeferredWorkLocked() }) else { return }
+        Drain.schedule(self, { work(unsafeDowncast($0, to: FutureStorage<Value>.self)) })
+    }
+
+    /// Adds a producer cancellation handler; runs it now if the future is already cancelled.
+    @inlinable
+    final func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        let step = withState { $0.addCancelHandlerLocked(handler) }
+        switch step {
+        case .runNow: handler()
+        case .stored: break
+        case .drop: withExtendedLifetime(handler) {}  // released by the caller, after the lock
+        }
+    }
+}
