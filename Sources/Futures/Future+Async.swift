@@ -5,8 +5,8 @@ extension Future {
     /// let profile = Future { try await api.fetchProfile(id) }
     /// ```
     ///
-    /// Cancelling the future cancels the task; a task that ends by throwing `CancellationError`
-    /// leaves the future cancelled.
+    /// Cancelling the future cancels the task; a task that ends by throwing `CancellationError` (or
+    /// an error that means cancellation, see ``CancellationIndicating``) leaves the future cancelled.
     ///
     /// - Parameters:
     ///   - priority: the task's priority.
@@ -37,29 +37,12 @@ extension Future {
     /// gets ``Outcome/cancelled`` and withdraws; a future left with no consumer is cancelled. A task
     /// that is already cancelled when it starts waiting on a pending future gets ``Outcome/cancelled``
     /// at once and counts as a consumer that withdrew.
+    @inlinable
     public var result: Outcome<Value> {
         get async {
+            // A completed future: no suspension, and specialised where the value type is known.
             if let outcome = storage.outcome { return outcome }
-            if Task.isCancelled {
-                Cancellation.withdraw(from: storage, .uncounted, key: nil)
-                return .cancelled
-            }
-            let waiter = Waiter<Value>()
-            let storage = self.storage
-            return await withTaskCancellationHandler {
-                await withUnsafeContinuation { continuation in
-                    guard waiter.install(continuation) else {
-                        Cancellation.withdraw(from: storage, .uncounted, key: nil)  // cancelled before it waited
-                        return
-                    }
-                    storage.register({ outcome in waiter.resume(with: outcome) }, asConsumer: true, owner: waiter)
-                    if waiter.markRegistered() {
-                        Cancellation.withdraw(from: storage, key: RegistrationKey(waiter))  // cancelled while registering
-                    }
-                }
-            } onCancel: {
-                if waiter.cancel() { Cancellation.withdraw(from: storage, key: RegistrationKey(waiter)) }
-            }
+            return await storage.waitForOutcome()
         }
     }
 
@@ -69,8 +52,36 @@ extension Future {
     /// ```swift
     /// let picture = try await loadPerson().flatMap { $0.loadPicture() }.value
     /// ```
+    @inlinable
     public var value: Value {
         get async throws { try await result.get() }
+    }
+}
+
+extension FutureStorage {
+    /// Waits for the outcome of this future as a consumer (see ``Future/result``).
+    @usableFromInline
+    final func waitForOutcome() async -> Outcome<Value> {
+        if let outcome { return outcome }
+        if Task.isCancelled {
+            Cancellation.withdraw(from: self, .uncounted, key: nil)
+            return .cancelled
+        }
+        let waiter = Waiter<Value>()
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in
+                guard waiter.install(continuation) else {
+                    Cancellation.withdraw(from: self, .uncounted, key: nil)  // cancelled before it waited
+                    return
+                }
+                register({ outcome in waiter.resume(with: outcome) }, asConsumer: true, owner: waiter)
+                if waiter.markRegistered() {
+                    Cancellation.withdraw(from: self, key: RegistrationKey(waiter))  // cancelled while registering
+                }
+            }
+        } onCancel: {
+            if waiter.cancel() { Cancellation.withdraw(from: self, key: RegistrationKey(waiter)) }
+        }
     }
 }
 
