@@ -136,4 +136,57 @@ extension Future {
         let isolated = onMainActor(body)
         whenComplete(hop: Hop(executor)) { outcome in try? isolated(outcome) }
     }
+
+    /// ``mapOutcome(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - transform: main-actor work that maps the outcome.
+    /// - Returns: a future of the transformed outcome.
+    @inlinable
+    public func mapOutcome<NewValue>(
+        on executor: some MainActorExecutor,
+        _ transform: @escaping @MainActor @Sendable (Outcome<Value>) throws -> NewValue
+    ) -> Future<NewValue> {
+        let isolated = onMainActor(transform)
+        return derive(hop: Hop(executor), handles: .all, guarded: true) { outcome in
+            .outcome(Outcome { try isolated(outcome) })
+        }
+    }
+
+    /// ``flatMapOutcome(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - transform: main-actor work that returns the next future.
+    /// - Returns: a future of the next step's value.
+    @inlinable
+    public func flatMapOutcome<NewValue>(
+        on executor: some MainActorExecutor,
+        _ transform: @escaping @MainActor @Sendable (Outcome<Value>) throws -> Future<NewValue>
+    ) -> Future<NewValue> {
+        let isolated = onMainActor(transform)
+        return derive(hop: Hop(executor), handles: .all, guarded: true, combinesProgress: true) { outcome in
+            do { return .adopt(try isolated(outcome)) } catch { return .outcome(Outcome(failure: error)) }
+        }
+    }
+}
+
+extension Sequence {
+    /// ``whenEachComplete(on:_:)`` with a `@MainActor` handler, run on the main queue.
+    ///
+    /// - Parameters:
+    ///   - executor: `.main` or `.mainImmediate`.
+    ///   - handler: main-actor work run with each future's index and outcome.
+    @inlinable
+    public func whenEachComplete<Value>(
+        on executor: some MainActorExecutor,
+        _ handler: @escaping @MainActor @Sendable (_ index: Int, _ outcome: Outcome<Value>) -> Void
+    ) where Element == Future<Value> {
+        let isolated = onMainActor { (argument: (Int, Outcome<Value>)) in handler(argument.0, argument.1) }
+        let hop = Hop(executor)
+        for (index, future) in enumerated() {
+            future.whenComplete(hop: hop) { outcome in try? isolated((index, outcome)) }
+        }
+    }
 }

@@ -70,6 +70,17 @@ final class DerivedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Val
         body = nil
         settle(continuation)
     }
+
+    /// ``receive(_:)``, unless this future has completed already (its consumer cancelled it): then
+    /// `body` is released unrun.
+    @inlinable
+    func receiveIfPending(_ outcome: Outcome<Source>) {
+        guard isPendingFor(self) else {
+            body = nil
+            return
+        }
+        receive(outcome)
+    }
 }
 
 extension FutureStorage {
@@ -92,10 +103,15 @@ extension FutureStorage {
 
 extension Future {
     /// Makes a future derived from this one (a consumer of it), completed from `body`.
+    ///
+    /// With `guarded`, `body` never runs once the derived future has completed (cancelled by its
+    /// consumer, typically, which may cancel this future in turn and so run its callbacks): for
+    /// transforms that see a cancellation, and would otherwise run for a result nobody wants.
     @inlinable
     func derive<NewValue>(
         hop: Hop,
         handles: Handles,
+        guarded: Bool = false,
         progressWeight: Double? = nil,
         combinesProgress: Bool = false,
         _ body: @escaping @Sendable (Outcome<Value>) -> Continuation<NewValue>
@@ -105,7 +121,11 @@ extension Future {
             // The callback captures the derived future alone (see ``DerivedStorage``).
             let derived = DerivedStorage<Value, NewValue>(body)
             derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress)
-            storage.register({ outcome in derived.receive(outcome) }, derived: derived)
+            if guarded {
+                storage.register({ outcome in derived.receiveIfPending(outcome) }, derived: derived)
+            } else {
+                storage.register({ outcome in derived.receive(outcome) }, derived: derived)
+            }
             return Future<NewValue>(storage: derived)
         case .executor:
             let derived = FutureStorage<NewValue>()
@@ -113,9 +133,12 @@ extension Future {
             storage.register({ outcome in
                 if handles.matches(outcome) {
                     if hop.runsHere {
-                        derived.settle(body(outcome))  // in the running job: no job to allocate
+                        // In the running job: no job to allocate.
+                        if guarded, !derived.isPendingFor(derived) { return }
+                        derived.settle(body(outcome))
                     } else {
                         hop.run {
+                            if guarded, !derived.isPendingFor(derived) { return }
                             let continuation = body(outcome)
                             Drain.completingInJob { derived.settle(continuation) }
                         }
@@ -314,5 +337,90 @@ extension Future {
             body(outcome)
             return .outcome(outcome)
         }
+    }
+
+    /// Transforms the whole outcome: the value, the error or the cancellation (FutureKit's
+    /// `onComplete` returning a completion, CollapsingFutures' `finally`). With
+    /// ``flatMapOutcome(on:_:)``, the only transform that sees this future's cancellation, whoever
+    /// cancelled it, and may turn it into a value.
+    ///
+    /// ```swift
+    /// let status = upload().mapOutcome { outcome -> String in
+    ///     switch outcome {
+    ///     case .success: "sent"
+    ///     case .failure(let error): "failed: \(error)"
+    ///     case .cancelled: "cancelled"
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The result is a consumer of this future, like ``map(on:_:)``: cancelling it withdraws, and
+    /// once it is cancelled, `transform` never runs.
+    ///
+    /// - Parameters:
+    ///   - executor: where `transform` runs.
+    ///   - transform: runs once with the outcome; a thrown error fails the result (an error that
+    ///     means cancellation cancels it).
+    /// - Returns: a future of the transformed outcome.
+    @inlinable
+    public func mapOutcome<NewValue>(
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (Outcome<Value>) throws -> NewValue
+    ) -> Future<NewValue> {
+        derive(hop: Hop(executor), handles: .all, guarded: true) { outcome in
+            .outcome(Outcome { try transform(outcome) })
+        }
+    }
+
+    /// Continues with another asynchronous step whatever the outcome, the cancellation included,
+    /// and adopts its future (see ``mapOutcome(on:_:)``).
+    ///
+    /// ```swift
+    /// let picture = loadPicture().flatMapOutcome { outcome in
+    ///     outcome.isCancelled ? loadPlaceholder() : Future(outcome: outcome)
+    /// }
+    /// ```
+    ///
+    /// Progress weighs the two steps equally, as ``flatMap(on:_:)`` does.
+    ///
+    /// - Parameters:
+    ///   - executor: where `transform` runs.
+    ///   - transform: runs once with the outcome and returns the next future; a thrown error fails
+    ///     the result.
+    /// - Returns: a future of the next step's value.
+    @inlinable
+    public func flatMapOutcome<NewValue>(
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (Outcome<Value>) throws -> Future<NewValue>
+    ) -> Future<NewValue> {
+        derive(hop: Hop(executor), handles: .all, guarded: true, combinesProgress: true) { outcome in
+            do { return .adopt(try transform(outcome)) } catch { return .outcome(Outcome(failure: error)) }
+        }
+    }
+
+    /// Flattens a future of a future into the inner future's outcome (collapsing, like
+    /// ``flatMap(on:_:)``).
+    ///
+    /// ```swift
+    /// let nested: Future<Future<Int>> = Future(value: Future(value: 1))
+    /// let flat: Future<Int> = nested.flatten()
+    /// ```
+    ///
+    /// - Returns: a future of the inner future's value.
+    @inlinable
+    public func flatten<Inner>() -> Future<Inner> where Value == Future<Inner> {
+        flatMap(hop: .inline) { $0 }
+    }
+
+    /// `map` whose closure returns a future: the result is a future of a future. Use
+    /// ``flatMap(on:_:)`` to continue with the returned future, or ``flatten()`` if the nesting is
+    /// what you want.
+    @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
+    @inlinable
+    public func map<NewValue>(
+        on executor: some Executor = .current,
+        _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
+    ) -> Future<Future<NewValue>> {
+        map(hop: Hop(executor), transform)
     }
 }

@@ -36,7 +36,8 @@ public struct Future<Value: Sendable>: Sendable {
         storage = FutureStorage(outcome: .success(value))
     }
 
-    /// A future that has already failed with `error` (cancelled if it is a `CancellationError`).
+    /// A future that has already failed with `error` (cancelled if it means cancellation: a
+    /// `CancellationError`, or see ``CancellationIndicating``).
     ///
     /// - Parameter error: the error.
     @inlinable
@@ -98,7 +99,8 @@ public struct Future<Value: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - executor: where `work` runs.
-    ///   - work: the work; throwing `CancellationError` cancels the future.
+    ///   - work: the work; throwing `CancellationError` (or see ``CancellationIndicating``) cancels
+    ///     the future.
     public init(on executor: some Executor, _ work: @escaping @Sendable () throws -> Value) {
         self.init(hop: Hop(executor), work)
     }
@@ -115,7 +117,8 @@ public struct Future<Value: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
-    ///   - work: `@MainActor` work; throwing `CancellationError` cancels the future.
+    ///   - work: `@MainActor` work; throwing `CancellationError` (or see
+    ///     ``CancellationIndicating``) cancels the future.
     public init(on executor: some MainActorExecutor, _ work: @escaping @MainActor @Sendable () throws -> Value) {
         let isolated = onMainActor { (_: Void) in try work() }
         self.init(hop: Hop(executor)) { try isolated(()) }
@@ -140,8 +143,10 @@ public struct Future<Value: Sendable>: Sendable {
 }
 
 extension Future: CustomStringConvertible {
-    /// `Future<T>(pending)` or `Future<T>(<outcome>)`.
+    /// `Future<T>(pending)`, `Future<T>(never)` for ``never``, or `Future<T>(<outcome>)`.
     public var description: String {
-        "Future<\(Value.self)>(\(outcome.map(String.init(describing:)) ?? "pending"))"
+        let (outcome, isNever) = storage.withState { ($0.result, $0.phase == .never) }
+        let state = isNever ? "never" : outcome.map(String.init(describing:)) ?? "pending"
+        return "Future<\(Value.self)>(\(state))"
     }
 }

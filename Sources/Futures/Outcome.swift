@@ -1,7 +1,8 @@
 /// How a future ended: with a value, with an error, or cancelled.
 ///
 /// Cancellation is its own outcome, not an error: failure handlers never see it, completion handlers
-/// do. A `CancellationError` thrown into or failed into a future makes it `.cancelled`.
+/// do. A `CancellationError`, or an error that indicates cancellation (``CancellationIndicating``),
+/// thrown into or failed into a future makes it `.cancelled`.
 ///
 /// ```swift
 /// switch await download.result {
@@ -22,7 +23,8 @@ public enum Outcome<Value> {
 extension Outcome: Sendable where Value: Sendable {}
 
 extension Outcome {
-    /// Creates an outcome from a `Result`; a `CancellationError` failure becomes ``cancelled``.
+    /// Creates an outcome from a `Result`; a failure that means cancellation (a `CancellationError`,
+    /// or see ``CancellationIndicating``) becomes ``cancelled``.
     ///
     /// - Parameter result: the result to convert.
     @inlinable
@@ -33,8 +35,8 @@ extension Outcome {
         }
     }
 
-    /// Creates an outcome by running `body`: its value, its error, or ``cancelled`` if it throws a
-    /// `CancellationError`.
+    /// Creates an outcome by running `body`: its value, its error, or ``cancelled`` if it throws an
+    /// error that means cancellation (a `CancellationError`, or see ``CancellationIndicating``).
     ///
     /// - Parameter body: the work whose result becomes the outcome.
     @inlinable
@@ -46,10 +48,10 @@ extension Outcome {
         }
     }
 
-    /// A failure, or ``cancelled`` if `error` is a `CancellationError`.
+    /// A failure, or ``cancelled`` if `error` means cancellation.
     @inlinable
     init(failure error: any Error) {
-        self = error is CancellationError ? .cancelled : .failure(error)
+        self = indicatesCancellation(error) ? .cancelled : .failure(error)
     }
 
     /// This outcome as a `Result`; ``cancelled`` becomes `.failure(CancellationError())`.
@@ -133,11 +135,11 @@ extension Outcome {
         }
     }
 
-    /// The same outcome with a cancellation error mapped to ``cancelled`` (a future that fails with a
-    /// cancellation error is cancelled).
+    /// The same outcome with an error that means cancellation mapped to ``cancelled`` (a future that
+    /// fails with one is cancelled).
     @inlinable
     var normalized: Outcome<Value> {
-        if case .failure(let error) = self, error is CancellationError { return .cancelled }
+        if case .failure(let error) = self, indicatesCancellation(error) { return .cancelled }
         return self
     }
 }

@@ -89,7 +89,8 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
         record(storage.complete(.success(value), from: storage))
     }
 
-    /// Fails the future; a `CancellationError` cancels it instead.
+    /// Fails the future; an error that means cancellation (a `CancellationError`, or see
+    /// ``CancellationIndicating``) cancels it instead.
     ///
     /// - Parameter error: the error.
     /// - Returns: `true` if this call completed the future.
@@ -111,7 +112,7 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
 
     /// Completes the future with a `Result`.
     ///
-    /// - Parameter result: the result; a `CancellationError` failure cancels the future.
+    /// - Parameter result: the result; a failure that means cancellation cancels the future.
     /// - Returns: `true` if this call completed the future.
     @discardableResult
     @inlinable

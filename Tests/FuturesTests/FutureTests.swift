@@ -149,5 +149,7 @@ struct FutureTests {
         #expect(Future(value: 1).description == "Future<Int>(success(1))")
         let promise = Promise<Int>()
         #expect(promise.future.description == "Future<Int>(pending)")
+        #expect(Future<Int>.never.description == "Future<Int>(never)")
+        #expect(Future<Int>.cancelled.description == "Future<Int>(cancelled)")
     }
 }

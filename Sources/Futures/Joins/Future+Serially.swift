@@ -1,3 +1,5 @@
+import Foundation
+
 extension Future {
     /// Runs `operation` on each item, one after the other: each starts after the previous one
     /// succeeded, and the first failure stops the rest (OAPromise's serial promises).
@@ -45,13 +47,14 @@ extension Future {
     ///
     /// - Parameters:
     ///   - items: the items.
-    ///   - limit: the most operations in flight at once (at least 1).
+    ///   - limit: the most operations in flight at once (at least 1); by default, the number of
+    ///     active processors.
     ///   - policy: what failures do.
     ///   - operation: starts the work for one item.
     /// - Returns: the results, in input order.
     public static func concurrently<Item: Sendable, Element>(
         _ items: some Sequence<Item>,
-        limit: Int,
+        limit: Int = ProcessInfo.processInfo.activeProcessorCount,
         policy: JoinPolicy = .failFast,
         _ operation: @escaping @Sendable (Item) throws -> Future<Element>
     ) -> Future<[Element]> where Value == [Element] {

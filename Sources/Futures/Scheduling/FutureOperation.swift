@@ -26,7 +26,7 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
     public var future: Future<Value> { promise.future }
 
     private let promise: Promise<Value>
-    private let work: @Sendable () -> Future<Value>
+    private let work: @Sendable () throws -> Future<Value>
     private let state = Guarded(RunState.waiting)
     /// Set by the first `start()`: the work runs at most once, even if `start()` is called again.
     private let started = Guarded(false)
@@ -38,11 +38,12 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
     /// - Parameters:
     ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
     ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
-    ///   - work: starts the work and returns its future; runs on the queue's thread.
+    ///   - work: starts the work and returns its future; runs on the queue's thread. An error it
+    ///     throws fails the operation's future.
     public init(
         file: StaticString = #fileID,
         line: UInt = #line,
-        _ work: @escaping @Sendable () -> Future<Value>
+        _ work: @escaping @Sendable () throws -> Future<Value>
     ) {
         promise = Promise(file: file, line: line)
         self.work = work
@@ -65,7 +66,7 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
         promise.future.storage.register({ [weak self] _ in self?.move(to: .finished) }, asConsumer: false)
         // Cancelled since the check above (from another thread): finish without running the work.
         guard !promise.isCancelled else { return }
-        promise.complete(with: work())
+        do { promise.complete(with: try work()) } catch { promise.fail(error) }
     }
 
     public override func cancel() {
@@ -98,13 +99,14 @@ extension OperationQueue {
     /// - Parameters:
     ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
     ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
-    ///   - work: starts the work and returns its future; runs on the queue's thread.
+    ///   - work: starts the work and returns its future; runs on the queue's thread. An error it
+    ///     throws fails the returned future.
     /// - Returns: the work's future; cancelling it cancels the operation.
     @discardableResult
     public func addFuture<Value>(
         file: StaticString = #fileID,
         line: UInt = #line,
-        _ work: @escaping @Sendable () -> Future<Value>
+        _ work: @escaping @Sendable () throws -> Future<Value>
     ) -> Future<Value> {
         let operation = FutureOperation(file: file, line: line, work)
         addOperation(operation)

@@ -29,12 +29,14 @@ public final class FutureQueue: Sendable {
     /// Cancelling the returned future before the operation starts removes it from the queue;
     /// after it starts, cancels the operation (as its consumer).
     ///
-    /// - Parameter operation: starts the work and returns its future.
+    /// - Parameter operation: starts the work and returns its future; an error it throws fails the
+    ///   returned future.
     /// - Returns: the operation's future.
-    public func add<Value>(_ operation: @escaping @Sendable () -> Future<Value>) -> Future<Value> {
+    public func add<Value>(_ operation: @escaping @Sendable () throws -> Future<Value>) -> Future<Value> {
         let promise = Promise<Value>()
         let start: @Sendable () -> Void = { [self] in
-            let started = operation()
+            let started: Future<Value>
+            do { started = try operation() } catch { started = Future(error: error) }
             started.storage.register({ _ in self.finished() }, asConsumer: false)
             promise.complete(with: started)
         }

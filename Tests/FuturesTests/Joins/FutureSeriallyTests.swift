@@ -1,4 +1,4 @@
-import Dispatch
+import Foundation
 import Testing
 @testable import Futures
 
@@ -128,5 +128,20 @@ struct FutureSeriallyTests {
             }.value
             #expect(results == Array(0..<64))
         }
+    }
+
+    @Test func concurrentlyRunsAsManyAsThereAreProcessorsByDefault() async throws {
+        let limit = ProcessInfo.processInfo.activeProcessorCount
+        let count = limit + 3
+        let promises = (0..<count).map { _ in Promise<Int>() }
+        let started = Counter()
+        let all = Future<[Int]>.concurrently(0..<count) { index in
+            started.increment()
+            return promises[index].future
+        }
+        #expect(started.value == limit, "the first \(limit) start at once, the rest wait")
+        for (index, promise) in promises.enumerated() { promise.succeed(index) }
+        #expect(try await all.value == Array(0..<count))
+        #expect(started.value == count)
     }
 }

@@ -106,4 +106,13 @@ struct FutureOperationTests {
         queue.addOperation(after)
         _ = await done.future.result
     }
+
+    @Test func workThatThrowsFailsTheFutureAndFinishesTheOperation() async {
+        let queue = OperationQueue()
+        let failed = queue.addFuture { () throws -> Future<Int> in throw TestError(code: 6) }
+        #expect((await failed.result.error as? TestError)?.code == 6)
+        let operation = FutureOperation { () throws -> Future<Int> in throw CancellationError() }
+        queue.addOperation(operation)
+        #expect(await operation.future.result.isCancelled)
+    }
 }

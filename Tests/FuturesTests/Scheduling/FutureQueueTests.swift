@@ -88,4 +88,13 @@ struct FutureQueueTests {
         #expect(Set(values).count == 200)
         #expect(inFlight.maximum <= 3)
     }
+
+    @Test func anOperationThatThrowsFailsItsFutureAndFreesItsSlot() async throws {
+        let queue = FutureQueue(maxConcurrent: 1)
+        let failed = queue.add { () throws -> Future<Int> in throw TestError(code: 3) }
+        let next = queue.add { Future(value: 4) }
+        #expect((await failed.result.error as? TestError)?.code == 3)
+        #expect(try await next.value == 4)
+        #expect(queue.runningCount == 0)
+    }
 }
