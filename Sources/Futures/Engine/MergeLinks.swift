@@ -22,9 +22,13 @@ extension FutureStorage {
         }
         LockTable.release(lock)
         let root = lockedRoot()
-        let step = transition(root)
-        LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
-        return action(root, step)
+        // `root` stays alive past the unlock: its release must not fold into the critical region
+        // (it cannot be the last reference while `self` links to it, but nothing needs that).
+        return withExtendedLifetime(root) {
+            let step = transition(root)
+            LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
+            return action(root, step)
+        }
     }
 
     /// The future that holds the state of this merged one, returned with its stripe lock held

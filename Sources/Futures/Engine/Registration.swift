@@ -47,7 +47,10 @@ extension FutureStorage {
     final func registerMember(_ sink: MemberSink<Value>, index: Int) -> Bool {
         var entry: CallbackEntry<Value>? = .member(sink, index: index)
         return withState({ node -> (RegisterStep, neverLike: Bool) in
-            (node.registerLocked(&entry, counted: true), node.phase == .never || node.immortal)
+            // A completed future is never never-like, even if it was immortal (a cancelled future
+            // derived from `never`): its outcome reaches the join, if later than this call.
+            let neverLike = node.phase == .never || (node.phase == .pending && node.immortal)
+            return (node.registerLocked(&entry, counted: true), neverLike)
         }, then: { node, step in
             node.registered(step.0, &entry)
             return step.neverLike

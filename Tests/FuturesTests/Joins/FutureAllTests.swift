@@ -222,4 +222,41 @@ struct FutureAllTests {
         p.succeed(2)
         #expect(all.outcome?.value?.map(\.isCancelled) == [true, false])
     }
+
+    // A cancelled future derived from `never` has completed: a join must wait for its outcome,
+    // not take it for a member that can never complete. Its outcome reaches the join late when
+    // the join is made inside a drain loop, or while the member drains on another thread.
+    @Test func aCancelledMemberDerivedFromNeverIsNotNeverLikeInsideADrainLoop() {
+        let member = Future<Int>.never.map(on: .immediate) { $0 }
+        #expect(member.cancel())
+        let trigger = Promise<Int>()
+        let joins = Recorder<(race: Future<Int>, all: Future<[Int]>)>()
+        trigger.future.whenComplete(on: .immediate) { _ in
+            joins.append((Future.race([member]), Future.all([member])))
+        }
+        trigger.succeed(1)
+        let (race, all) = joins.all[0]
+        #expect(race.outcome?.isCancelled == true)
+        #expect(all.outcome?.error is FutureError, "fails: a member was cancelled")
+    }
+
+    @Test func aCancelledMemberDerivedFromNeverIsNotNeverLikeWhileItDrainsElsewhere() {
+        let member = Future<Int>.never.map(on: .immediate) { $0 }
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        member.whenComplete(on: .immediate) { _ in
+            entered.signal()
+            release.wait()
+        }
+        DispatchQueue.global().async {
+            member.cancel()
+            done.signal()
+        }
+        #expect(entered.wait(timeout: .now() + 10) == .success)
+        let race = Future.race([member])  // registered while the member's drain is blocked
+        release.signal()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(race.outcome?.isCancelled == true)
+    }
 }
