@@ -10,6 +10,11 @@ struct CancellationIndicatingTests {
     }
 
     @Test func documentedExample() {
+        enum DownloadError: Error, CancellationIndicating {
+            case aborted, corrupt
+            var indicatesCancellation: Bool { self == .aborted }
+        }
+
         let download = Future<Data>(error: DownloadError.aborted)
         // download.outcome is .cancelled
         #expect(download.outcome?.isCancelled == true)
