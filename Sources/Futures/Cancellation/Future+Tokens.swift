@@ -36,12 +36,26 @@ extension Future {
     /// pollSuggestions(until: search.completionToken)
     /// ```
     ///
-    /// Each read makes a new token. A token of a completed future is already cancelled; one of a
-    /// future that can never complete (``never``) can never be cancelled.
+    /// Every read of a pending future's token returns the same token. A token of a completed future
+    /// is already cancelled; one of a future that can never complete (``never``) can never be
+    /// cancelled.
     public var completionToken: CancellationToken {
-        if outcome != nil { return .cancelled }
-        let source = CancellationSource()
-        storage.register({ _ in source.cancel() }, asConsumer: false)
-        return source.token
+        var created: CancellationSource? = nil
+        let token: CancellationToken = storage.withState { node in
+            switch node.phase {
+            case .linked: node.linkedFutureTrap()
+            case .completed: return .cancelled
+            case .never: return .never
+            case .pending:
+                if let token = node.extras?.completionToken { return token }
+                let source = CancellationSource()
+                node.ensureExtras.completionToken = source.token
+                created = source
+                return source.token
+            }
+        }
+        // The first reader registers the source (after the lock: registering takes it again).
+        if let created { storage.register({ _ in created.cancel() }, asConsumer: false) }
+        return token
     }
 }

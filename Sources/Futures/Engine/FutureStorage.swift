@@ -59,6 +59,9 @@ final class Extras<Value: Sendable> {
     /// A join's progress source, started (once) when someone first follows this future's
     /// progress; it gets the future to report to (see ``FutureStorage/setProgressDemand(_:)``).
     @usableFromInline var onProgressDemand: (@Sendable (FutureStorage<Value>) -> Void)?
+    /// The token this future's completion cancels, made by the first read of
+    /// `Future.completionToken`: later reads share it, so reading it often costs one registration.
+    @usableFromInline var completionToken: CancellationToken?
 
     @usableFromInline init() {}
 }

@@ -117,4 +117,24 @@ struct FutureTokensTests {
 
         #expect(polls.value == 0, "the search had already completed")
     }
+
+    @Test func readingTheCompletionTokenOftenRegistersOnce() {
+        let promise = Promise<Int>()
+        let first = promise.future.completionToken
+        for _ in 0..<1_000 { #expect(promise.future.completionToken == first) }
+        #expect(LockTable.withLock(promise.future.storage) { promise.future.storage.callbacks.count } == 1)
+        promise.succeed(1)
+        #expect(first.isCancelled)
+    }
+
+    @Test func aCompletionTokenReadAfterAMergeStillFires() {
+        let adopter = Promise<Int>()
+        let inner = Promise<Int>()
+        let beforeMerge = inner.future.completionToken
+        adopter.complete(with: inner.future)  // merged: the token's registration moves along
+        let afterMerge = inner.future.completionToken
+        inner.succeed(2)
+        #expect(beforeMerge.isCancelled)
+        #expect(afterMerge.isCancelled)
+    }
 }
