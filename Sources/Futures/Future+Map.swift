@@ -412,9 +412,8 @@ extension Future {
         flatMap(hop: .inline) { $0 }
     }
 
-    /// `map` whose closure returns a future: the result is a future of a future. Use
-    /// ``flatMap(on:_:)`` to continue with the returned future, or ``flatten()`` if the nesting is
-    /// what you want.
+    /// `map` whose closure returns a future: the result is a future of a future, which is rarely
+    /// meant. Use ``flatMap(on:_:)`` to continue with the returned future.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
     public func map<NewValue>(

@@ -23,9 +23,7 @@ extension Future {
         storage.register({ outcome in
             _ = derived.finish(outcome, origin: derived)
         }, derived: derived)
-        if let core = token.core, let registration = core.add({ _ = derived.cancel() }) {
-            derived.register({ _ in core.remove(registration) }, asConsumer: false)
-        }
+        derived.cancel(when: token)
         return Future(storage: derived)
     }
 }

@@ -19,12 +19,39 @@ extension Promise {
     ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
     public convenience init(cancelledBy token: CancellationToken, file: StaticString = #fileID, line: UInt = #line) {
         self.init(file: file, line: line)
-        guard let core = token.core else { return }  // `CancellationToken.never`
-        let storage = self.storage
-        if let registration = core.add({ _ = storage.cancel() }) {
-            storage.register({ _ in core.remove(registration) }, asConsumer: false)
-        }
+        storage.cancel(when: token)
     }
+}
+
+extension FutureStorage {
+    /// Cancels this future when `token` fires, at once if it has (even inside a token's handler,
+    /// where a registration would be queued). The token holds this future weakly, and the
+    /// registration is taken off when the future completes or is freed (a future that adopted
+    /// `never` may be freed pending), so a long-lived token keeps nothing.
+    func cancel(when token: CancellationToken) {
+        guard let core = token.core else { return }  // `CancellationToken.never`
+        if core.phase == .cancelled {
+            cancel()
+            return
+        }
+        guard let id = core.add({ [weak self] in _ = self?.cancel() }) else { return }
+        let registration = TokenRegistration(core: core, id: id)
+        register({ _ in withExtendedLifetime(registration) {} }, asConsumer: false)
+    }
+}
+
+/// A registration on a token, taken off when this object goes: with the callbacks of the future it
+/// belongs to, once they have run, or with the future itself.
+final class TokenRegistration: Sendable {
+    let core: TokenCore
+    let id: Int
+
+    init(core: TokenCore, id: Int) {
+        self.core = core
+        self.id = id
+    }
+
+    deinit { core.remove(id) }
 }
 
 extension Future {
@@ -38,24 +65,27 @@ extension Future {
     ///
     /// Every read of a pending future's token returns the same token. A token of a completed future
     /// is already cancelled; one of a future that can never complete (``never``) can never be
-    /// cancelled.
+    /// cancelled. Reading it registers on the future, so it starts a ``deferred(file:line:_:)``
+    /// future's work.
     public var completionToken: CancellationToken {
-        var created: CancellationSource? = nil
-        let token: CancellationToken = storage.withState { node in
+        var entry: CallbackEntry<Value>? = nil
+        return storage.withState({ node -> (CancellationToken, RegisterStep?) in
             switch node.phase {
             case .linked: node.linkedFutureTrap()
-            case .completed: return .cancelled
-            case .never: return .never
+            case .completed: return (.cancelled, nil)
+            case .never: return (.never, nil)
             case .pending:
-                if let token = node.extras?.completionToken { return token }
+                if let token = node.extras?.completionToken { return (token, nil) }
+                // Made and registered in one step: no reader gets the token before the future
+                // holds the callback that cancels it.
                 let source = CancellationSource()
                 node.ensureExtras.completionToken = source.token
-                created = source
-                return source.token
+                entry = .outcome({ _ in source.cancel() }, owner: nil)
+                return (source.token, node.registerLocked(&entry, counted: false))
             }
-        }
-        // The first reader registers the source (after the lock: registering takes it again).
-        if let created { storage.register({ _ in created.cancel() }, asConsumer: false) }
-        return token
+        }, then: { node, made in
+            if let step = made.1 { node.registered(step, &entry) }
+            return made.0
+        })
     }
 }

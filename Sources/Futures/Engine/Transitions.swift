@@ -276,6 +276,7 @@ extension FutureStorage {
         extras.waitingOn = waitingOn
         if let waitingOn { keepAlive.append(waitingOn) }  // released after the locks
         if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
+        if extras.completionToken == nil { extras.completionToken = target.extras?.completionToken }
         // (A merged join only ever adopts `never`: an adopter has no demand of its own to replace,
         // and none is released here.)
         if extras.onProgressDemand == nil, let demand = target.extras?.onProgressDemand {

@@ -1,6 +1,7 @@
 extension Sequence {
-    /// Runs `handler` with each future's index and outcome as that future completes, in the order
-    /// they complete (FutureKit's `FutureBatch.onEachComplete`).
+    /// Runs `handler` with each future's index and outcome as that future completes (FutureKit's
+    /// `FutureBatch.onEachComplete`). On a serial executor the calls come in the order the futures
+    /// completed; on a concurrent one they may overlap.
     ///
     /// ```swift
     /// let downloads = urls.map { download($0) }

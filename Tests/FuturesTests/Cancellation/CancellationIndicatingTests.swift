@@ -74,4 +74,15 @@ struct CancellationIndicatingTests {
         let future = Future<Int> { throw URLError(.cancelled) }
         #expect(await future.result.isCancelled)
     }
+
+    @Test func nsErrorsWithTheCancelledCodesMeanCancellation() {
+        let urlCancelled: any Error = NSError(domain: NSURLErrorDomain, code: NSURLErrorCancelled)
+        let userCancelled: any Error = NSError(domain: NSCocoaErrorDomain, code: NSUserCancelledError)
+        let otherURLError: any Error = NSError(domain: NSURLErrorDomain, code: NSURLErrorTimedOut)
+        let otherDomain: any Error = NSError(domain: "example", code: NSURLErrorCancelled)
+        #expect(Future<Int>(error: urlCancelled).outcome?.isCancelled == true)
+        #expect(Future<Int>(error: userCancelled).outcome?.isCancelled == true)
+        #expect(Future<Int>(error: otherURLError).outcome?.error != nil)
+        #expect(Future<Int>(error: otherDomain).outcome?.error != nil)
+    }
 }

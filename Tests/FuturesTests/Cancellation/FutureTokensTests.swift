@@ -137,4 +137,55 @@ struct FutureTokensTests {
         #expect(beforeMerge.isCancelled)
         #expect(afterMerge.isCancelled)
     }
+
+    @Test func aCancelledTokenCancelsAtOnceEvenInsideATokensHandler() {
+        let outer = CancellationSource()
+        let observed = Recorder<Bool>()
+        outer.token.onCancel {
+            // Handlers of a token cancelled inside a handler are queued; this one must not be.
+            let promise = Promise<Int>(cancelledBy: .cancelled)
+            observed.append(promise.isCancelled)
+            observed.append(promise.succeed(5))
+        }
+        outer.cancel()
+        #expect(observed.all == [true, false])
+    }
+
+    @Test func aLongLivedTokenKeepsNoFutureThatCanNeverComplete() {
+        let source = CancellationSource()
+        weak var promised: FutureStorage<Int>?
+        weak var derived: FutureStorage<Int>?
+        do {
+            let promise = Promise<Int>(cancelledBy: source.token)
+            promised = promise.future.storage
+            promise.complete(with: .never)  // can never complete now: freed once unreferenced
+            let fromNever = Future<Int>.never.map(on: .immediate) { $0 }.cancellable(by: source.token)
+            derived = fromNever.storage
+        }
+        #expect(promised == nil)
+        #expect(derived == nil)
+        #expect(source.token.core!.handlerCount == 0, "the registrations went with the futures")
+    }
+
+    @Test func theCompletionTokenSurvivesAMerge() {
+        let adopter = Promise<Int>()
+        let inner = Promise<Int>()
+        let beforeMerge = inner.future.completionToken
+        adopter.complete(with: inner.future)  // merged: the token moves with the inner future's state
+        #expect(inner.future.completionToken == beforeMerge)
+        #expect(adopter.future.completionToken == beforeMerge)
+        inner.succeed(2)
+        #expect(beforeMerge.isCancelled)
+    }
+
+    @Test func readingTheCompletionTokenStartsADeferredFuture() {
+        let started = Counter()
+        let deferred = Future<Int>.deferred {
+            started.increment()
+            return Future(value: 1)
+        }
+        let token = deferred.completionToken
+        #expect(started.value == 1)
+        #expect(token.isCancelled)
+    }
 }
