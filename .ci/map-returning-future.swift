@@ -3,4 +3,5 @@
 import Futures
 
 let nested = Future(value: 1).map { Future(value: $0 + 1) }
-print(nested)
+let onMain = Future(value: 1).map(on: .main) { Future(value: $0 + 1) }
+print(nested, onMain)

@@ -16,6 +16,17 @@ extension Future {
         map(hop: Hop(executor), onMainActor(transform))
     }
 
+    /// ``map(on:_:)`` with a `@MainActor` transform that returns a future: the result is a future of
+    /// a future, which is rarely meant. Use ``flatMap(on:_:)`` to continue with the returned future.
+    @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
+    @inlinable
+    public func map<NewValue>(
+        on executor: some MainActorExecutor,
+        _ transform: @escaping @MainActor @Sendable (Value) throws -> Future<NewValue>
+    ) -> Future<Future<NewValue>> {
+        map(hop: Hop(executor), onMainActor(transform))
+    }
+
     /// ``flatMap(on:_:)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:

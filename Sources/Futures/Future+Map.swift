@@ -355,7 +355,9 @@ extension Future {
     /// ```
     ///
     /// The result is a consumer of this future, like ``map(on:_:)``: cancelling it withdraws, and
-    /// once it is cancelled, `transform` never runs.
+    /// if it is cancelled before `transform` starts (by its consumer, or with this future when it
+    /// was the last consumer), `transform` never runs. A cancellation that races the start of
+    /// `transform` cannot stop it; its result is then discarded.
     ///
     /// - Parameters:
     ///   - executor: where `transform` runs.

@@ -10,7 +10,8 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
     case timedOut
     /// A combinator that needs at least one future was given none.
     case emptyInput
-    /// A member of a join was cancelled from outside the join.
+    /// A member of a join was cancelled (by its producer, a consumer, or an error that means
+    /// cancellation), not by the join.
     case cancelledMember
     /// A completion handler was called with neither a value nor an error.
     case invalidCallback
@@ -23,7 +24,7 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
         case .cycle: "cycle: a future was made to adopt itself, directly or through other futures"
         case .timedOut: "timed out"
         case .emptyInput: "empty input: the combinator needs at least one future"
-        case .cancelledMember: "a member of the join was cancelled from outside"
+        case .cancelledMember: "a member of the join was cancelled"
         case .invalidCallback: "invalid callback: a completion handler got neither a value nor an error"
         }
     }
