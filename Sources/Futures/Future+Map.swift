@@ -44,7 +44,7 @@ final class MappedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Valu
     func receive(_ outcome: Outcome<Source>) {
         let result = outcome.then(transform!)
         transform = nil  // (borrowed above, not moved out: a move costs a retain)
-        complete(result, from: self)
+        _ = finish(result, origin: self)  // normalised already (see ``settle(_:)``)
     }
 }
 
@@ -92,10 +92,15 @@ extension FutureStorage {
     }
 
     /// Completes this (derived) future as its own completer.
+    ///
+    /// The outcome needs no normalising: a transform's outcome is made by `Outcome { }` or
+    /// `Outcome(failure:)`, which map an error that means cancellation to `.cancelled`, and one
+    /// passed through was normalised when its future completed. (Normalising again would test every
+    /// error of a failing chain for a protocol conformance at every step.)
     @inlinable
     func settle(_ continuation: Continuation<Value>) {
         switch continuation {
-        case .outcome(let outcome): complete(outcome, from: self)
+        case .outcome(let outcome): _ = finish(outcome, origin: self)
         case .adopt(let future): adopt(future.storage, from: self)
         }
     }
@@ -183,15 +188,15 @@ extension Future {
             storage.register({ outcome in
                 if case .success(let value) = outcome {
                     if hop.runsHere {
-                        derived.complete(Outcome { try transform(value) }, from: derived)  // in the running job: no job to allocate
+                        _ = derived.finish(Outcome { try transform(value) }, origin: derived)  // in the running job: no job to allocate
                     } else {
                         hop.run {
                             let result = Outcome { try transform(value) }
-                            Drain.completingInJob { derived.complete(result, from: derived) }
+                            Drain.completingInJob { _ = derived.finish(result, origin: derived) }
                         }
                     }
                 } else {
-                    derived.complete(outcome.then(transform), from: derived)  // passes through, inline
+                    _ = derived.finish(outcome.then(transform), origin: derived)  // passes through, inline
                 }
             }, derived: derived)
             return Future<NewValue>(storage: derived)

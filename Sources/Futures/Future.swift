@@ -145,7 +145,7 @@ public struct Future<Value: Sendable>: Sendable {
 extension Future: CustomStringConvertible {
     /// `Future<T>(pending)`, `Future<T>(never)` for ``never``, or `Future<T>(<outcome>)`.
     public var description: String {
-        let (outcome, isNever) = storage.withState { ($0.result, $0.phase == .never) }
+        let (outcome, isNever) = storage.outcomeOrNever
         let state = isNever ? "never" : outcome.map(String.init(describing:)) ?? "pending"
         return "Future<\(Value.self)>(\(state))"
     }

@@ -68,24 +68,6 @@ extension Future {
     /// cancelled. Reading it registers on the future, so it starts a ``deferred(file:line:_:)``
     /// future's work.
     public var completionToken: CancellationToken {
-        var entry: CallbackEntry<Value>? = nil
-        return storage.withState({ node -> (CancellationToken, RegisterStep?) in
-            switch node.phase {
-            case .linked: node.linkedFutureTrap()
-            case .completed: return (.cancelled, nil)
-            case .never: return (.never, nil)
-            case .pending:
-                if let token = node.extras?.completionToken { return (token, nil) }
-                // Made and registered in one step: no reader gets the token before the future
-                // holds the callback that cancels it.
-                let source = CancellationSource()
-                node.ensureExtras.completionToken = source.token
-                entry = .outcome({ _ in source.cancel() }, owner: nil)
-                return (source.token, node.registerLocked(&entry, counted: false))
-            }
-        }, then: { node, made in
-            if let step = made.1 { node.registered(step, &entry) }
-            return made.0
-        })
+        storage.completionToken()
     }
 }

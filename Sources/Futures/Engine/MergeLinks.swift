@@ -95,6 +95,11 @@ extension FutureStorage {
         withState { $0.result }
     }
 
+    /// The outcome, or `nil` while pending, and whether this is `never` (for a description).
+    final var outcomeOrNever: (outcome: Outcome<Value>?, isNever: Bool) {
+        withState { ($0.result, $0.phase == .never) }
+    }
+
     /// Whether the future is pending and `origin` may still complete it.
     @usableFromInline
     final func isPendingFor(_ origin: AnyObject) -> Bool {

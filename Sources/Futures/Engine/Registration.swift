@@ -118,4 +118,15 @@ extension FutureStorage {
         case .drop: withExtendedLifetime(handler) {}  // released by the caller, after the lock
         }
     }
+
+    /// The token this future's completion cancels (see `Future.completionToken`): made, stored and
+    /// registered in one transition, so no reader gets it before the future holds the callback
+    /// that cancels it.
+    final func completionToken() -> CancellationToken {
+        var entry: CallbackEntry<Value>? = nil
+        return withState({ $0.completionTokenLocked(registering: &entry) }, then: { node, made in
+            if let step = made.registered { node.registered(step, &entry) }
+            return made.token
+        })
+    }
 }

@@ -24,6 +24,8 @@
 ///   hand over completion   pending, origin accepted      pending, new completer,            handOverLocked
 ///                                                        upstream detached
 ///   start deferred work    pending, work not started     pending, work taken                takeDeferredWorkLocked
+///   read completion token  pending, no token yet         pending, token stored,             completionTokenLocked
+///                                                        its callback appended
 ///   merge (adopt a future  adopter pending               adopter pending, target's state    absorbLocked
 ///     with no consumer)    target pending                target linked
 ///   wait (adopt another)   adopter pending               adopter pending, waiting on target waitLocked
@@ -114,6 +116,28 @@ extension FutureStorage {
         case .pending:
             ensureExtras.cancelHandlers.append(handler)
             return .stored
+        }
+    }
+
+    /// The token this future's completion cancels: `.cancelled` once completed, `.never` for
+    /// `never`; for a pending future, the one stored in the extras box, or a new one, stored, whose
+    /// cancelling callback is registered now (it is then in `entry` no more, and the step says
+    /// what is left to do after the lock).
+    final func completionTokenLocked(
+        registering entry: inout CallbackEntry<Value>?
+    ) -> (token: CancellationToken, registered: RegisterStep?) {
+        assertLocked()
+        defer { checkInvariants() }
+        switch phase {
+        case .linked: linkedFutureTrap()
+        case .completed: return (.cancelled, nil)
+        case .never: return (.never, nil)
+        case .pending:
+            if let token = extras?.completionToken { return (token, nil) }
+            let source = CancellationSource()
+            ensureExtras.completionToken = source.token
+            entry = .outcome({ _ in source.cancel() }, owner: nil)
+            return (source.token, registerLocked(&entry, counted: false))
         }
     }
 
