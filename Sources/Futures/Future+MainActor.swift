@@ -17,7 +17,8 @@ extension Future {
     }
 
     /// ``map(on:_:)`` with a `@MainActor` transform that returns a future: the result is a future of
-    /// a future, which is rarely meant. Use ``flatMap(on:_:)`` to continue with the returned future.
+    /// a future, which is rarely meant. Use ``flatMap(on:_:)-(Executor,_)`` to continue with the returned
+    /// future.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
     public func map<NewValue>(

@@ -346,8 +346,8 @@ extension Future {
 
     /// Transforms the whole outcome: the value, the error or the cancellation (FutureKit's
     /// `onComplete` returning a completion, CollapsingFutures' `finally`). With
-    /// ``flatMapOutcome(on:_:)``, the only transform that sees this future's cancellation, whoever
-    /// cancelled it, and may turn it into a value.
+    /// ``flatMapOutcome(on:_:)-(Executor,_)``, the only transform that sees this future's cancellation,
+    /// whoever cancelled it, and may turn it into a value.
     ///
     /// ```swift
     /// let status = upload().mapOutcome { outcome -> String in
@@ -359,9 +359,9 @@ extension Future {
     /// }
     /// ```
     ///
-    /// The result is a consumer of this future, like ``map(on:_:)``: cancelling it withdraws, and
-    /// if it is cancelled before `transform` starts (by its consumer, or with this future when it
-    /// was the last consumer), `transform` never runs. A cancellation that races the start of
+    /// The result is a consumer of this future, like ``map(on:_:)-(_,(Value)->NewValue)``: cancelling it
+    /// withdraws, and if it is cancelled before `transform` starts (by its consumer, or with this future
+    /// when it was the last consumer), `transform` never runs. A cancellation that races the start of
     /// `transform` cannot stop it; its result is then discarded.
     ///
     /// - Parameters:
@@ -380,7 +380,7 @@ extension Future {
     }
 
     /// Continues with another asynchronous step whatever the outcome, the cancellation included,
-    /// and adopts its future (see ``mapOutcome(on:_:)``).
+    /// and adopts its future (see ``mapOutcome(on:_:)-(Executor,_)``).
     ///
     /// ```swift
     /// let picture = loadPicture().flatMapOutcome { outcome in
@@ -388,7 +388,7 @@ extension Future {
     /// }
     /// ```
     ///
-    /// Progress weighs the two steps equally, as ``flatMap(on:_:)`` does.
+    /// Progress weighs the two steps equally, as ``flatMap(on:_:)-(Executor,_)`` does.
     ///
     /// - Parameters:
     ///   - executor: where `transform` runs.
@@ -406,7 +406,7 @@ extension Future {
     }
 
     /// Flattens a future of a future into the inner future's outcome (collapsing, like
-    /// ``flatMap(on:_:)``).
+    /// ``flatMap(on:_:)-(Executor,_)``).
     ///
     /// ```swift
     /// let nested: Future<Future<Int>> = Future(value: Future(value: 1))
@@ -420,7 +420,7 @@ extension Future {
     }
 
     /// `map` whose closure returns a future: the result is a future of a future, which is rarely
-    /// meant. Use ``flatMap(on:_:)`` to continue with the returned future.
+    /// meant. Use ``flatMap(on:_:)-(Executor,_)`` to continue with the returned future.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
     public func map<NewValue>(

@@ -1,8 +1,9 @@
 /// A value that will be ready later: it ends once, with a value, an error, or cancellation.
 ///
 /// A future is the read side; its ``Promise`` writes it. Attach work with transforms, which return a
-/// new future (``map(on:_:)``, ``flatMap(on:_:)``, ``recover(on:_:)``, ...), or with observers,
-/// which return nothing (``whenSuccess(on:_:)``, ``whenComplete(on:_:)``, ...); or `await` it.
+/// new future (``map(on:_:)-(_,(Value)->NewValue)``, ``flatMap(on:_:)-(Executor,_)``,
+/// ``recover(on:_:)-(Executor,_)``, ...), or with observers, which return nothing
+/// (``whenSuccess(on:_:)-(Executor,_)``, ``whenComplete(on:_:)-(Executor,_)``, ...); or `await` it.
 ///
 /// ```swift
 /// loadPerson()

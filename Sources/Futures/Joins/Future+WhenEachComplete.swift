@@ -10,8 +10,8 @@ extension Sequence {
     /// }
     /// ```
     ///
-    /// The handler is an observer of each future, like ``Future/whenComplete(on:_:)``: it neither
-    /// keeps a future from being cancelled nor cancels it.
+    /// The handler is an observer of each future, like ``Future/whenComplete(on:_:)-(Executor,_)``: it
+    /// neither keeps a future from being cancelled nor cancels it.
     ///
     /// - Parameters:
     ///   - executor: where `handler` runs.
