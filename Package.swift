@@ -1,28 +1,95 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// Platforms without Apple's Combine, where FuturesCombine builds on OpenCombine instead.
+let withoutCombine: [Platform] = [.linux, .android, .windows, .wasi, .openbsd]
+
+var dependencies: [Package.Dependency] = [
+    // Only the bridge products use these: a client that uses only `Futures` (or
+    // `FuturesTestSupport`) does not build them (SwiftPM still resolves them with the graph).
+    .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+]
+// The documentation plugin, only when building the documentation (`.ci/docs`), so that nobody else
+// resolves it.
+if Context.environment["SWIFT_FUTURES_DOCS"] != nil {
+    dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}
+
 let package = Package(
     name: "swift-futures",
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .macCatalyst(.v16)],
     products: [
         .library(name: "Futures", targets: ["Futures"]),
         .library(name: "FuturesTestSupport", targets: ["FuturesTestSupport"]),
+        .library(name: "FuturesNIO", targets: ["FuturesNIO"]),
+        .library(name: "FuturesCombine", targets: ["FuturesCombine"]),
+        .library(name: "FuturesURLSession", targets: ["FuturesURLSession"]),
         .executable(name: "futures-demo", targets: ["futures-demo"]),
     ],
+    dependencies: dependencies,
     targets: [
         // The core library: no package dependencies, only the system's Foundation and Dispatch.
         .target(name: "Futures"),
         // Deterministic executors for testing future-based code without sleeping.
         .target(name: "FuturesTestSupport", dependencies: ["Futures"]),
+        // Futures to and from SwiftNIO's EventLoopFuture, and an executor that runs on an event loop.
+        .target(
+            name: "FuturesNIO",
+            dependencies: ["Futures", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        // Futures to and from Combine publishers (OpenCombine where Combine is missing).
+        .target(
+            name: "FuturesCombine",
+            dependencies: [
+                "Futures",
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: withoutCombine)),
+            ]
+        ),
+        // URLSession calls as futures, with progress and cancellation.
+        .target(name: "FuturesURLSession", dependencies: ["Futures"]),
         // The main job: a person-and-picture loading scenario, run on the local file system.
         .executableTarget(name: "futures-demo", dependencies: ["Futures"]),
         // Heap statistics for the tests that check nothing stays allocated (malloc's own counters).
         .target(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
         // Runs one scenario in a process of its own and prints the heap each iteration kept.
-        .executableTarget(name: "futures-leakcheck", dependencies: ["Futures", "CHeapStatistics"], path: "Tests/LeakCheck"),
+        .executableTarget(
+            name: "futures-leakcheck",
+            dependencies: [
+                "Futures", "CHeapStatistics", "FuturesNIO", "FuturesCombine",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: withoutCombine)),
+            ],
+            path: "Tests/LeakCheck"
+        ),
         .testTarget(
             name: "FuturesTests",
             dependencies: ["Futures", "FuturesTestSupport", "futures-leakcheck"]
+        ),
+        .testTarget(
+            name: "FuturesNIOTests",
+            dependencies: [
+                "FuturesNIO",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "FuturesCombineTests",
+            dependencies: [
+                "FuturesCombine",
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: withoutCombine)),
+            ]
+        ),
+        .testTarget(
+            name: "FuturesURLSessionTests",
+            dependencies: [
+                "FuturesURLSession",
+                "FuturesTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -15,6 +15,9 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
     case cancelledMember
     /// A completion handler was called with neither a value nor an error.
     case invalidCallback
+    /// A source that should have produced a value finished without one (a Combine publisher that
+    /// completed empty, for `Future(publisher)`).
+    case noValue
 
     /// A one-line explanation.
     public var description: String {
@@ -26,6 +29,7 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
         case .emptyInput: "empty input: the combinator needs at least one future"
         case .cancelledMember: "a member of the join was cancelled"
         case .invalidCallback: "invalid callback: a completion handler got neither a value nor an error"
+        case .noValue: "no value: the source finished without producing a value"
         }
     }
 }

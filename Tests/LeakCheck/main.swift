@@ -247,8 +247,8 @@ func allocationsPerUnit(_ body: (Int) -> Void, units: Int) -> (allocations: Int,
 
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.first == "--allocations" {
-    guard let name = arguments.dropFirst().first, let body = allocationScenarios[name] else {
-        FileHandle.standardError.write(Data("usage: futures-leakcheck --allocations SCENARIO\nscenarios: \(allocationScenarios.keys.sorted().joined(separator: " "))\n".utf8))
+    guard let name = arguments.dropFirst().first, let body = allocationScenarios[name] ?? bridgeAllocationScenarios[name] else {
+        FileHandle.standardError.write(Data("usage: futures-leakcheck --allocations SCENARIO\nscenarios: \((Array(allocationScenarios.keys) + Array(bridgeAllocationScenarios.keys)).sorted().joined(separator: " "))\n".utf8))
         exit(2)
     }
     guard allocation_counting_available() != 0 else {

@@ -33,6 +33,13 @@ struct AllocationBudgetTests {
         Budget(scenario: "join-member", allocations: 2, bytes: 232),
         // `await` of a completed future.
         Budget(scenario: "await-completed", allocations: 0, bytes: 0),
+        // The bridges, each with the framework's own job beside it (scenario: allocations, bytes).
+        // An EventLoopFuture into a Future and back, the NIO promise included (one `flatMap`: 7, 360).
+        Budget(scenario: "nio-round-trip", allocations: 8, bytes: 544),
+        // A subscription to a completed future's publisher (Combine's own `Future`: 13, 625).
+        Budget(scenario: "combine-publisher", allocations: 14, bytes: 825),
+        // The first value of a two-value sequence publisher (Combine's `first()`: 9, 416).
+        Budget(scenario: "combine-first-value", allocations: 14, bytes: 936),
     ])
     func operationsStayWithinTheirAllocationBudgets(budget: Budget) throws {
         guard let (allocations, bytes) = try allocationsPerOperation(budget.scenario) else { return }

@@ -1,0 +1,155 @@
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombine
+#endif
+import Foundation
+import Futures
+
+extension Futures.Future {
+    /// A publisher that emits this future's value and finishes, or fails with its error.
+    ///
+    /// ```swift
+    /// let cancellable = loadName().publisher
+    ///     .replaceError(with: "nobody")
+    ///     .sink { name in print(name) }
+    /// ```
+    ///
+    /// - A `.cancelled` future fails the subscription with `CancellationError`.
+    /// - Nothing is sent before the subscriber asks for a value; an outcome that arrives earlier
+    ///   waits for the demand.
+    /// - Each subscription is one of this future's consumers, like a future derived from it:
+    ///   cancelling the subscription withdraws it, and when every consumer of the future has
+    ///   withdrawn the future is cancelled, which tells its producer.
+    /// - The value and completion are sent on the thread that completes the future, or on the one
+    ///   that asks for demand if the future is already complete; use `receive(on:)` to move them.
+    public var publisher: FuturePublisher<Value> { FuturePublisher(self) }
+}
+
+/// The publisher of a future's outcome (`Future.publisher`).
+public struct FuturePublisher<Value: Sendable>: Publisher, Sendable {
+    /// The future's value.
+    public typealias Output = Value
+    /// The future's error, or `CancellationError` for a cancelled future.
+    public typealias Failure = any Error
+
+    /// The future this publisher follows.
+    public let future: Futures.Future<Value>
+
+    /// Creates a publisher of `future`'s outcome; prefer `Future.publisher`.
+    public init(_ future: Futures.Future<Value>) {
+        self.future = future
+    }
+
+    /// Attaches `subscriber`: the subscription becomes one of the future's consumers.
+    public func receive<S: Subscriber>(subscriber: S) where S.Input == Value, S.Failure == any Error {
+        let subscription = FutureSubscription(subscriber: subscriber)
+        subscriber.receive(subscription: subscription)
+        subscription.follow(future)
+    }
+}
+
+/// One subscriber's view of a future.
+///
+/// States: `subscribed` (waiting for demand and for the outcome, in either order) → `finished` (the
+/// outcome was sent, or the subscriber cancelled). Every change happens under `lock`; the
+/// subscriber and the future are called after it is released, so a subscriber that asks for demand
+/// or cancels from inside a call it receives does not deadlock.
+final class FutureSubscription<Value: Sendable, Downstream: Subscriber>: Subscription, OutcomeReceiver, @unchecked Sendable
+where Downstream.Input == Value, Downstream.Failure == any Error {
+    // Safety: `state` is read and written only while `lock` is held. `Downstream` need not be
+    // Sendable: it is called at most twice in a row (value, then completion) by the one thread that
+    // takes it out of `state`, which happens once; Combine requires its subscribers to accept calls
+    // from any thread.
+    private let lock = NSLock()
+    private var state: State
+
+    private enum State {
+        case subscribed(Downstream, consumer: Futures.Future<Value>?, demanded: Bool, outcome: Outcome<Value>?)
+        case finished
+    }
+
+    init(subscriber: Downstream) {
+        state = .subscribed(subscriber, consumer: nil, demanded: false, outcome: nil)
+    }
+
+    /// Registers the subscription as a consumer of `future`, after the subscriber has received it.
+    func follow(_ future: Futures.Future<Value>) {
+        // A future derived with `map` is a consumer: cancelling it withdraws it from `future`.
+        let consumer = future.map(on: .immediate) { $0 }
+        let attached: Bool = lock.withLock {
+            guard case .subscribed(let subscriber, .none, let demanded, let outcome) = state else { return false }
+            state = .subscribed(subscriber, consumer: consumer, demanded: demanded, outcome: outcome)
+            return true
+        }
+        guard attached else {
+            // The subscriber cancelled from inside `receive(subscription:)`.
+            _ = consumer.cancel()
+            return
+        }
+        // Seen through a protocol, so the callback does not capture the subscriber's type.
+        let receiver: any OutcomeReceiver<Value> = self
+        consumer.whenComplete(on: .immediate) { outcome in
+            receiver.receive(outcome)
+        }
+    }
+
+    func request(_ demand: Subscribers.Demand) {
+        precondition(demand > .none, "a subscriber asked for a demand of zero, which Combine forbids")
+        let delivery: (Downstream, Outcome<Value>)? = lock.withLock {
+            guard case .subscribed(let subscriber, let consumer, false, let outcome) = state else { return nil }
+            guard let outcome else {
+                state = .subscribed(subscriber, consumer: consumer, demanded: true, outcome: nil)
+                return nil
+            }
+            state = .finished
+            return (subscriber, outcome)
+        }
+        if let (subscriber, outcome) = delivery { send(outcome, to: subscriber) }
+    }
+
+    func cancel() {
+        let (consumer, subscriber): (Futures.Future<Value>?, Downstream?) = lock.withLock {
+            guard case .subscribed(let subscriber, let consumer, _, _) = state else { return (nil, nil) }
+            state = .finished
+            return (consumer, subscriber)
+        }
+        // The subscriber is released here, outside the lock, as Combine asks of a cancelled
+        // subscription; the consumer withdraws from the future.
+        withExtendedLifetime(subscriber) {}
+        _ = consumer?.cancel()
+    }
+
+    func receive(_ outcome: Outcome<Value>) {
+        let subscriber: Downstream? = lock.withLock {
+            guard case .subscribed(let subscriber, let consumer, let demanded, .none) = state else { return nil }
+            guard demanded else {
+                state = .subscribed(subscriber, consumer: consumer, demanded: false, outcome: outcome)
+                return nil
+            }
+            state = .finished
+            return subscriber
+        }
+        if let subscriber { send(outcome, to: subscriber) }
+    }
+
+    private func send(_ outcome: Outcome<Value>, to subscriber: Downstream) {
+        switch outcome.result {
+        case .success(let value):
+            _ = subscriber.receive(value)
+            subscriber.receive(completion: .finished)
+        case .failure(let error):
+            subscriber.receive(completion: .failure(error))
+        }
+    }
+}
+
+/// Something that takes a future's outcome.
+protocol OutcomeReceiver<Value>: AnyObject, Sendable {
+    associatedtype Value: Sendable
+    func receive(_ outcome: Outcome<Value>)
+}
+
+extension FutureSubscription: CustomStringConvertible {
+    var description: String { "Future" }
+}

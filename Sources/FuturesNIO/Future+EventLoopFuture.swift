@@ -1,0 +1,59 @@
+import Futures
+import NIOCore
+
+extension Future {
+    /// A future that completes when `eventLoopFuture` does, with its value or its error.
+    ///
+    /// ```swift
+    /// let greeting = Future(loop.makeSucceededFuture("hello"))
+    /// let shout = greeting.map(on: .eventLoop(loop)) { $0.uppercased() }
+    /// ```
+    ///
+    /// An error that means cancellation (`CancellationError`, or one that is
+    /// `CancellationIndicating`) makes the future `.cancelled`, as it
+    /// does everywhere in the library. SwiftNIO has no cancellation, so cancelling the returned
+    /// future ends only the future: the work behind `eventLoopFuture` goes on.
+    ///
+    /// - Parameters:
+    ///   - eventLoopFuture: the SwiftNIO future to follow.
+    ///   - file: where the future is made, for `FutureError.brokenPromise(file:line:)` if
+    ///     the source is released without completing it; leave the default.
+    ///   - line: the line of `file`; leave the default.
+    @inlinable
+    public init(_ eventLoopFuture: EventLoopFuture<Value>, file: StaticString = #fileID, line: UInt = #line) {
+        let promise = Promise<Value>(file: file, line: line)
+        self = promise.future
+        eventLoopFuture.whenComplete { result in
+            _ = promise.complete(with: result)
+        }
+    }
+
+    /// An `EventLoopFuture` on `eventLoop` that completes when this future does.
+    ///
+    /// ```swift
+    /// let total: EventLoopFuture<Int> = countRows().eventLoopFuture(on: channel.eventLoop)
+    /// ```
+    ///
+    /// The `EventLoopFuture` succeeds with the value or fails with the error; a
+    /// `.cancelled` outcome fails it with `CancellationError`, since SwiftNIO has no
+    /// cancelled state. Its callbacks run on `eventLoop`, as SwiftNIO's always do.
+    ///
+    /// The conversion is one of this future's consumers, like a task awaiting it: this future is not
+    /// cancelled because its other consumers withdrew while the `EventLoopFuture` still waits for it.
+    ///
+    /// - Parameter eventLoop: the loop the returned future belongs to.
+    /// - Returns: a future of the same outcome on `eventLoop`.
+    @inlinable
+    public func eventLoopFuture(on eventLoop: any EventLoop) -> EventLoopFuture<Value> {
+        if let outcome {
+            return eventLoop.makeCompletedFuture(outcome.result)
+        }
+        let promise = eventLoop.makePromise(of: Value.self)
+        // A derived future is a consumer that never withdraws; its callback hands the outcome over
+        // on whichever thread completes it, and NIO moves it to the loop.
+        map(on: .immediate) { $0 }.whenComplete(on: .immediate) { outcome in
+            promise.completeWith(outcome.result)
+        }
+        return promise.futureResult
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Futures
+
+/// A `URLSession` whose calls return futures that report progress and cancel their tasks.
+///
+/// ```swift
+/// let session = FutureURLSession()
+/// let page = session.data(for: URLRequest(url: url))
+/// page.whenProgress { print("\(Int($0 * 100))%") }
+/// page.whenSuccess { data, response in print(data.count, "bytes") }
+/// ```
+///
+/// - Progress: the future's `Future.progress` is the bytes received (sent, for an upload)
+///   over the bytes expected, updated as they arrive; a response of unknown length reports no
+///   progress until it succeeds.
+/// - Cancellation: cancelling the future (or every consumer of it withdrawing) cancels the task. A
+///   task that ends with `URLError.cancelled`, however it was cancelled, ends the future
+///   `.cancelled`; every other error fails it.
+/// - A response with an HTTP error status (404, 500, ...) is a response, not an error: the future
+///   succeeds, and the status is in the `HTTPURLResponse`.
+///
+/// The class owns its `URLSession` and the session's delegate, because only a session's own
+/// delegate hears about bytes as they arrive on every platform: on Linux a task made with a
+/// completion handler reports no bytes received until it ends, and a task's own delegate is
+/// ignored. Make one `FutureURLSession` per configuration and keep it; releasing it lets its tasks
+/// finish and then lets the session go.
+public final class FutureURLSession: Sendable {
+    /// A session with the default configuration, for the whole process.
+    public static let shared = FutureURLSession()
+
+    /// The session that runs the tasks. Its delegate is this object's; do not make tasks on it
+    /// with other delegates or completion handlers and expect this object's futures to hear of them.
+    public let session: URLSession
+    private let delegate: SessionDelegate
+
+    /// Creates a session with `configuration`.
+    ///
+    /// - Parameter configuration: the session's configuration, copied as `URLSession` does.
+    public init(configuration: URLSessionConfiguration = .default) {
+        let delegate = SessionDelegate()
+        let queue = OperationQueue()
+        queue.name = "FutureURLSession delegate"
+        queue.maxConcurrentOperationCount = 1
+        self.delegate = delegate
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+    }
+
+    deinit {
+        // The session keeps its delegate, and so the tasks' promises, until it is invalidated.
+        session.finishTasksAndInvalidate()
+    }
+
+    /// Loads `request` into memory.
+    ///
+    /// - Parameter request: the request to send.
+    /// - Returns: a future of the body and the response; its progress follows the bytes received.
+    public func data(for request: URLRequest) -> Future<(Data, URLResponse)> {
+        start { session.dataTask(with: request) }
+            .map(on: .immediate) { try $0.bodyAndResponse() }
+    }
+
+    /// Downloads `request` into a file.
+    ///
+    /// - Parameter request: the request to send.
+    /// - Returns: a future of the file's location and the response. The file is in the temporary
+    ///   directory and is yours: move or delete it. Its progress follows the bytes received.
+    public func download(for request: URLRequest) -> Future<(URL, URLResponse)> {
+        start { session.downloadTask(with: request) }
+            .map(on: .immediate) { try $0.fileAndResponse() }
+    }
+
+    /// Uploads `bodyData` with `request`.
+    ///
+    /// - Parameters:
+    ///   - request: the request to send; its own body is ignored.
+    ///   - bodyData: the body to upload.
+    /// - Returns: a future of the response's body and the response; its progress follows the bytes
+    ///   sent.
+    public func upload(for request: URLRequest, from bodyData: Data) -> Future<(Data, URLResponse)> {
+        start { session.uploadTask(with: request, from: bodyData) }
+            .map(on: .immediate) { try $0.bodyAndResponse() }
+    }
+
+    /// Cancels every task of the session and invalidates it: their futures end
+    /// `.cancelled`, and later calls fail with ``InvalidatedError``.
+    public func invalidateAndCancel() {
+        delegate.invalidate()
+        session.invalidateAndCancel()
+    }
+
+    /// The error of a call made after ``invalidateAndCancel()``.
+    public struct InvalidatedError: Error, Sendable, CustomStringConvertible {
+        /// A one-line explanation.
+        public var description: String {
+            "the FutureURLSession was invalidated: make a new one for new requests"
+        }
+    }
+
+    private func start(_ makeTask: () -> URLSessionTask) -> Future<TaskResult> {
+        let promise = Promise<TaskResult>()
+        guard let task = delegate.track(promise, makeTask: makeTask) else {
+            _ = promise.fail(InvalidatedError())
+            return promise.future
+        }
+        promise.onCancel { task.cancel() }
+        task.resume()
+        return promise.future
+    }
+}
+
+/// What a task ends with, before it is shaped into a call's value.
+struct TaskResult: Sendable {
+    var body: Data
+    var file: URL?
+    var response: URLResponse?
+
+    func bodyAndResponse() throws -> (Data, URLResponse) {
+        guard let response else { throw URLError(.badServerResponse) }
+        return (body, response)
+    }
+
+    func fileAndResponse() throws -> (URL, URLResponse) {
+        guard let response else { throw URLError(.badServerResponse) }
+        guard let file else { throw URLError(.cannotCreateFile) }
+        return (file, response)
+    }
+}
+
+/// The session's delegate: routes each task's events to its promise.
+///
+/// A task is tracked from before it is resumed until it completes; `urlSession(_:task:didCompleteWithError:)`
+/// is the one place that removes it and completes its promise. The session calls the delegate on
+/// its serial delegate queue, but `track` and `invalidate` run on the caller's thread, hence the
+/// lock.
+final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, @unchecked Sendable {
+    // Safety: `tasks` and `invalidated` are read and written only while `lock` is held. Promises are
+    // thread-safe; they are completed, and their progress set, after the lock is released.
+    private let lock = NSLock()
+    private var tasks: [Int: Tracked] = [:]
+    private var invalidated = false
+
+    /// A task's promise and what it gathered so far. A class, so that a body growing by each
+    /// packet is appended to in place, never copied out of the dictionary and back.
+    private final class Tracked {
+        let promise: Promise<TaskResult>
+        var body = Data()
+        var transferred: Int64 = 0
+        var file: URL?
+
+        init(promise: Promise<TaskResult>) { self.promise = promise }
+    }
+
+    /// Makes a task and tracks it, or returns `nil` once the session is invalidated.
+    func track(_ promise: Promise<TaskResult>, makeTask: () -> URLSessionTask) -> URLSessionTask? {
+        lock.withLock {
+            guard !invalidated else { return nil }
+            let task = makeTask()
+            tasks[task.taskIdentifier] = Tracked(promise: promise)
+            return task
+        }
+    }
+
+    func invalidate() {
+        lock.withLock { invalidated = true }
+    }
+
+    /// Adds `count` bytes to what `task` moved so far, and returns its promise and the new total.
+    ///
+    /// The totals are counted here because the task's own are read when the delegate queue gets to
+    /// the event, not when it happened: on Linux `countOfBytesReceived` stays 0 until the task
+    /// ends, and `totalBytesWritten` can already hold the whole file at the first event.
+    private func count(_ count: Int, for task: URLSessionTask, body: Data? = nil) -> (Promise<TaskResult>, Int64)? {
+        lock.withLock {
+            guard let tracked = tasks[task.taskIdentifier] else { return nil }
+            if let body { tracked.body.append(body) }
+            tracked.transferred += Int64(count)
+            return (tracked.promise, tracked.transferred)
+        }
+    }
+
+    private static func report(_ counted: (Promise<TaskResult>, Int64)?, of expected: Int64) {
+        guard let (promise, done) = counted, expected > 0 else { return }
+        promise.progress = Double(done) / Double(expected)
+    }
+
+    private static func expectedToReceive(_ task: URLSessionTask) -> Int64 {
+        task.response?.expectedContentLength ?? task.countOfBytesExpectedToReceive
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        // An upload's progress is the bytes it sent, not the bytes of its response.
+        let isUpload = dataTask is URLSessionUploadTask
+        let counted = count(isUpload ? 0 : data.count, for: dataTask, body: data)
+        if !isUpload { Self.report(counted, of: Self.expectedToReceive(dataTask)) }
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64, totalBytesExpectedToSend: Int64
+    ) {
+        let expected = totalBytesExpectedToSend > 0 ? totalBytesExpectedToSend : task.countOfBytesExpectedToSend
+        Self.report(count(Int(bytesSent), for: task), of: expected)
+    }
+
+    func urlSession(
+        _ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
+    ) {
+        let expected = totalBytesExpectedToWrite > 0 ? totalBytesExpectedToWrite : Self.expectedToReceive(downloadTask)
+        Self.report(count(Int(bytesWritten), for: downloadTask), of: expected)
+    }
+
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
+        // The session deletes `location` when this method returns: move the file somewhere the
+        // caller owns.
+        let kept = FileManager.default.temporaryDirectory
+            .appendingPathComponent("FutureURLSession-\(UUID().uuidString)")
+            .appendingPathExtension(location.pathExtension.isEmpty ? "tmp" : location.pathExtension)
+        do {
+            try FileManager.default.moveItem(at: location, to: kept)
+            lock.withLock { tasks[downloadTask.taskIdentifier]?.file = kept }
+        } catch {
+            let promise: Promise<TaskResult>? = lock.withLock { tasks.removeValue(forKey: downloadTask.taskIdentifier)?.promise }
+            _ = promise?.fail(error)
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let tracked = lock.withLock({ tasks.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if let error {
+            if let file = tracked.file { try? FileManager.default.removeItem(at: file) }
+            _ = tracked.promise.fail(error)
+        } else {
+            let result = TaskResult(body: tracked.body, file: tracked.file, response: task.response)
+            if !tracked.promise.succeed(result), let file = tracked.file {
+                // The future was cancelled while the task finished: nobody will take the file.
+                try? FileManager.default.removeItem(at: file)
+            }
+        }
+    }
+}

@@ -1,0 +1,238 @@
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombine
+#endif
+import Foundation
+import Futures
+import FuturesCombine
+import Testing
+
+/// A thread-safe list that callbacks append to.
+final class Recorder<Element: Sendable>: @unchecked Sendable {
+    // Safety: `items` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var items: [Element] = []
+
+    func append(_ item: Element) { lock.withLock { items.append(item) } }
+    var all: [Element] { lock.withLock { items } }
+}
+
+struct Boom: Error, Equatable {}
+
+/// A subscriber that asks for nothing until told to, and records what it gets.
+final class ManualSubscriber<Input: Sendable>: Subscriber, @unchecked Sendable {
+    typealias Failure = any Error
+    // Safety: `subscription` is set once, in `receive(subscription:)`, before the test reads it on
+    // the same thread (every publisher here subscribes synchronously).
+    var subscription: (any Subscription)?
+    let events = Recorder<String>()
+    let cancelOnSubscribe: Bool
+    let demandOnSubscribe: Subscribers.Demand
+
+    init(cancelOnSubscribe: Bool = false, demandOnSubscribe: Subscribers.Demand = .none) {
+        self.cancelOnSubscribe = cancelOnSubscribe
+        self.demandOnSubscribe = demandOnSubscribe
+    }
+
+    func receive(subscription: any Subscription) {
+        self.subscription = subscription
+        if cancelOnSubscribe { subscription.cancel() }
+        if demandOnSubscribe > .none { subscription.request(demandOnSubscribe) }
+    }
+
+    func receive(_ input: Input) -> Subscribers.Demand {
+        events.append("value \(input)")
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<any Error>) {
+        switch completion {
+        case .finished: events.append("finished")
+        case .failure(let error): events.append("failure \(type(of: error))")
+        }
+    }
+}
+
+@Suite struct FuturePublisherTests {
+    @Test func sendsTheValueThenFinishes() {
+        let subscriber = ManualSubscriber<Int>(demandOnSubscribe: .unlimited)
+        Future(value: 3).publisher.subscribe(subscriber)
+        #expect(subscriber.events.all == ["value 3", "finished"])
+    }
+
+    @Test func sendsNothingBeforeDemand() {
+        let promise = Promise<Int>()
+        let subscriber = ManualSubscriber<Int>()
+        promise.future.publisher.subscribe(subscriber)
+        _ = promise.succeed(4)
+        #expect(subscriber.events.all.isEmpty)
+        subscriber.subscription?.request(.max(1))
+        #expect(subscriber.events.all == ["value 4", "finished"])
+    }
+
+    @Test func demandBeforeTheOutcomeWaitsForIt() {
+        let promise = Promise<Int>()
+        let subscriber = ManualSubscriber<Int>()
+        promise.future.publisher.subscribe(subscriber)
+        subscriber.subscription?.request(.max(1))
+        #expect(subscriber.events.all.isEmpty)
+        _ = promise.succeed(5)
+        #expect(subscriber.events.all == ["value 5", "finished"])
+    }
+
+    @Test func aFailureFailsTheSubscription() {
+        let subscriber = ManualSubscriber<Int>(demandOnSubscribe: .max(1))
+        Future<Int>(error: Boom()).publisher.subscribe(subscriber)
+        #expect(subscriber.events.all == ["failure Boom"])
+    }
+
+    @Test func aCancelledFutureFailsWithCancellationError() {
+        let subscriber = ManualSubscriber<Int>(demandOnSubscribe: .max(1))
+        Future<Int>.cancelled.publisher.subscribe(subscriber)
+        #expect(subscriber.events.all == ["failure CancellationError"])
+    }
+
+    @Test func cancellingTheSubscriptionWithdrawsItAsAConsumer() {
+        let promise = Promise<Int>()
+        let subscriber = ManualSubscriber<Int>()
+        promise.future.publisher.subscribe(subscriber)
+        #expect(!promise.isCancelled)
+        subscriber.subscription?.cancel()
+        // It was the future's only consumer.
+        #expect(promise.isCancelled)
+        #expect(subscriber.events.all.isEmpty)
+    }
+
+    @Test func eachSubscriptionIsAConsumerOfItsOwn() {
+        let promise = Promise<Int>()
+        let first = promise.future.publisher.sink(receiveCompletion: { _ in }, receiveValue: { _ in })
+        let second = promise.future.publisher.sink(receiveCompletion: { _ in }, receiveValue: { _ in })
+        first.cancel()
+        #expect(!promise.isCancelled)
+        second.cancel()
+        #expect(promise.isCancelled)
+    }
+
+    @Test func anotherConsumerKeepsTheFutureGoing() {
+        let promise = Promise<Int>()
+        let other = promise.future.map { $0 * 2 }
+        let subscriber = ManualSubscriber<Int>()
+        promise.future.publisher.subscribe(subscriber)
+        subscriber.subscription?.cancel()
+        #expect(!promise.isCancelled)
+        _ = promise.succeed(1)
+        #expect(subscriber.events.all.isEmpty)   // a cancelled subscription hears nothing
+        withExtendedLifetime(other) {}
+    }
+
+    @Test func aSubscriberThatCancelsAtOnceGetsNothing() {
+        let subscriber = ManualSubscriber<Int>(cancelOnSubscribe: true, demandOnSubscribe: .max(1))
+        let promise = Promise<Int>()
+        promise.future.publisher.subscribe(subscriber)
+        _ = promise.succeed(1)
+        #expect(subscriber.events.all.isEmpty)
+    }
+
+    @Test func theExampleRuns() async {
+        let names = Recorder<String>()
+        await confirmation { received in
+            let cancellable = loadName().publisher
+                .replaceError(with: "nobody")
+                .sink { name in
+                    names.append(name)
+                    received()
+                }
+            withExtendedLifetime(cancellable) {}
+        }
+        #expect(names.all == ["Ada"])
+    }
+
+    @Test func valuesArriveOnTheCompletingThread() async {
+        let promise = Promise<Int>()
+        let threads = Recorder<ObjectIdentifier>()
+        let subscriber = ManualSubscriber<Int>(demandOnSubscribe: .max(1))
+        promise.future.publisher
+            .handleEvents(receiveOutput: { _ in threads.append(ObjectIdentifier(Thread.current)) })
+            .subscribe(subscriber)
+        await withCheckedContinuation { done in
+            Thread.detachNewThread {
+                threads.append(ObjectIdentifier(Thread.current))
+                _ = promise.succeed(1)
+                done.resume()
+            }
+        }
+        #expect(threads.all.count == 2 && threads.all[0] == threads.all[1])
+        #expect(subscriber.events.all == ["value 1", "finished"])
+    }
+
+    private func loadName() -> Futures.Future<String> { Future(value: "Ada") }
+}
+
+@Suite struct FutureFromPublisherTests {
+    @Test func takesTheFirstValueAndCancelsTheSubscription() {
+        let events = Recorder<String>()
+        let subject = PassthroughSubject<Int, Never>()
+        let first = Futures.Future(subject.handleEvents(
+            receiveCancel: { events.append("cancel") },
+            receiveRequest: { events.append("request \($0)") }
+        ))
+        #expect(first.isPending)
+        subject.send(7)
+        subject.send(8)
+        #expect(first.outcome?.value == 7)
+        #expect(events.all == ["request max(1)", "cancel"])
+    }
+
+    @Test func theExampleRuns() {
+        let subject = PassthroughSubject<Int, Never>()
+        let first = Futures.Future(subject)
+        subject.send(7)          // `first` succeeds with 7; the subscription is cancelled
+        #expect(first.outcome?.value == 7)
+    }
+
+    @Test func aPublisherThatFinishesEmptyFailsWithNoValue() {
+        let empty = Futures.Future(Empty<Int, Never>())
+        #expect(empty.outcome?.error as? FutureError == .noValue)
+        #expect(FutureError.noValue.description == "no value: the source finished without producing a value")
+    }
+
+    @Test func aFailingPublisherFailsTheFuture() {
+        let failed = Futures.Future(Fail<Int, Boom>(error: Boom()))
+        #expect(failed.outcome?.error as? Boom == Boom())
+    }
+
+    @Test func aPublisherFailingWithCancellationCancelsTheFuture() {
+        let failed = Futures.Future(Fail<Int, CancellationError>(error: CancellationError()))
+        #expect(failed.outcome?.isCancelled == true)
+    }
+
+    @Test func cancellingTheFutureCancelsTheSubscription() {
+        let events = Recorder<String>()
+        let subject = PassthroughSubject<Int, Never>()
+        let future = Futures.Future(subject.handleEvents(receiveCancel: { events.append("cancel") }))
+        #expect(future.cancel())
+        #expect(events.all == ["cancel"])
+        subject.send(1)
+        #expect(future.outcome?.isCancelled == true)
+    }
+
+    @Test func everyConsumerWithdrawingCancelsTheSubscription() {
+        let events = Recorder<String>()
+        let subject = PassthroughSubject<Int, Never>()
+        let future = Futures.Future(subject.handleEvents(receiveCancel: { events.append("cancel") }))
+        let doubled = future.map { $0 * 2 }
+        #expect(doubled.cancel())
+        #expect(events.all == ["cancel"])
+    }
+
+    @Test func aSynchronousPublisherCompletesAtOnce() {
+        #expect(Futures.Future(Just(1)).outcome?.value == 1)
+        #expect(Futures.Future([1, 2, 3].publisher).outcome?.value == 1)
+    }
+
+    @Test func aRoundTripKeepsTheValue() {
+        let back = Futures.Future(Future(value: "round").publisher)
+        #expect(back.outcome?.value == "round")
+    }
+}

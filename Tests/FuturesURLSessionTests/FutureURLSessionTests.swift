@@ -1,0 +1,130 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Futures
+import FuturesURLSession
+import Testing
+
+/// A thread-safe list that callbacks append to.
+final class Recorder<Element: Sendable>: @unchecked Sendable {
+    // Safety: `items` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var items: [Element] = []
+
+    func append(_ item: Element) { lock.withLock { items.append(item) } }
+    var all: [Element] { lock.withLock { items } }
+}
+
+/// Every test starts its own server on 127.0.0.1 and its own session.
+@Suite(.timeLimit(.minutes(1))) struct FutureURLSessionTests {
+    @Test func loadsASmallBody() async throws {
+        let server = try TestServer()
+        let session = FutureURLSession()
+        let (data, response) = try await session.data(for: URLRequest(url: server.url("/small"))).value
+        #expect(data == TestServer.smallBody)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        try await server.shutdown()
+    }
+
+    @Test func anHTTPErrorStatusIsAResponse() async throws {
+        let server = try TestServer()
+        let (_, response) = try await FutureURLSession().data(for: URLRequest(url: server.url("/missing"))).value
+        #expect((response as? HTTPURLResponse)?.statusCode == 404)
+        try await server.shutdown()
+    }
+
+    @Test func reportsProgressAsBytesArrive() async throws {
+        let server = try TestServer()
+        let page = FutureURLSession().data(for: URLRequest(url: server.url("/large")))
+        let seen = Recorder<Double>()
+        page.whenProgress(on: .immediate) { seen.append($0) }
+        let (data, _) = try await page.value
+        #expect(data == TestServer.largeBody)
+        let progress = seen.all
+        #expect(progress.contains { $0 > 0 && $0 < 1 })
+        #expect(progress == progress.sorted())
+        #expect(progress.last == 1)
+        try await server.shutdown()
+    }
+
+    @Test func progressArrivesBeforeTheResponseEnds() async throws {
+        let server = try TestServer()
+        let page = FutureURLSession().data(for: URLRequest(url: server.url("/halves")))
+        // The server sends its second half only when the client has reported the first: a session
+        // that reported progress only at the end would never finish.
+        page.whenProgress(on: .immediate) { progress in
+            if progress >= 0.5 { server.openGate() }
+        }
+        let (data, _) = try await page.value
+        #expect(data == TestServer.halvesBody)
+        try await server.shutdown()
+    }
+
+    @Test func cancellingTheFutureCancelsTheTask() async throws {
+        let server = try TestServer()
+        let page = FutureURLSession().data(for: URLRequest(url: server.url("/trickle")))
+        page.whenProgress(on: .immediate) { _ in _ = page.cancel() }
+        // The server sees the connection close: the task itself stopped, not only the future.
+        #expect(await server.clientLeftTrickle.result.isSuccess)
+        #expect(page.outcome?.isCancelled == true)
+        try await server.shutdown()
+    }
+
+    @Test func aWithdrawnConsumerCancelsTheTask() async throws {
+        let server = try TestServer()
+        let page = FutureURLSession().data(for: URLRequest(url: server.url("/trickle")))
+        let size = page.map { data, _ in data.count }
+        page.whenProgress(on: .immediate) { _ in _ = size.cancel() }
+        #expect(await server.clientLeftTrickle.result.isSuccess)
+        #expect(await page.result.isCancelled)
+        try await server.shutdown()
+    }
+
+    @Test func invalidatingTheSessionCancelsItsTasks() async throws {
+        let server = try TestServer()
+        let session = FutureURLSession()
+        let page = session.data(for: URLRequest(url: server.url("/trickle")))
+        page.whenProgress(on: .immediate) { _ in session.invalidateAndCancel() }
+        // The task ends with URLError.cancelled, which means cancellation.
+        #expect(await page.result.isCancelled)
+        let later = session.data(for: URLRequest(url: server.url("/small")))
+        #expect(later.outcome?.error is FutureURLSession.InvalidatedError)
+        try await server.shutdown()
+    }
+
+    @Test func aRefusedConnectionIsAnErrorNotACancellation() async throws {
+        let port = try TestServer.refusedPort()
+        let request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/small")!)
+        let outcome = await FutureURLSession().data(for: request).result
+        #expect(!outcome.isCancelled)
+        #expect(outcome.error is URLError)
+    }
+
+    @Test func downloadsIntoAFileTheCallerOwns() async throws {
+        let server = try TestServer()
+        let download = FutureURLSession().download(for: URLRequest(url: server.url("/large")))
+        let seen = Recorder<Double>()
+        download.whenProgress(on: .immediate) { seen.append($0) }
+        let (file, response) = try await download.value
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(try Data(contentsOf: file) == TestServer.largeBody)
+        #expect(seen.all.contains { $0 > 0 && $0 < 1 }, "progress reported: \(seen.all)")
+        try FileManager.default.removeItem(at: file)
+        try await server.shutdown()
+    }
+
+    @Test func uploadsAndReportsBytesSent() async throws {
+        let server = try TestServer()
+        var request = URLRequest(url: server.url("/echo"))
+        request.httpMethod = "POST"
+        let upload = FutureURLSession().upload(for: request, from: TestServer.largeBody)
+        let seen = Recorder<Double>()
+        upload.whenProgress(on: .immediate) { seen.append($0) }
+        let (echoed, _) = try await upload.value
+        #expect(echoed == TestServer.largeBody)
+        #expect(seen.all.contains { $0 > 0 && $0 < 1 })
+        #expect(seen.all == seen.all.sorted())
+        try await server.shutdown()
+    }
+}
