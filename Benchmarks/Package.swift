@@ -13,16 +13,22 @@ let package = Package(
         .package(name: "swift-futures", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
     ],
     targets: [
         .executableTarget(
             name: "FuturesBenchmarks",
             dependencies: [
                 .product(name: "Futures", package: "swift-futures"),
+                .product(name: "FuturesNIO", package: "swift-futures"),
+                .product(name: "FuturesCombine", package: "swift-futures"),
+                .product(name: "FuturesURLSession", package: "swift-futures"),
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux])),
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Benchmarks/FuturesBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],

@@ -54,6 +54,12 @@ COMPARISONS = [
     ("g.cancel root->1000 maps, down [future] futures", "g.fail root->1000 maps, down [future] NIO (EmbeddedEventLoop)"),
     ("h.progress 10 reports + whenProgress: 4-step chain [chain] futures", "h.progress off: 4-step chain [chain] futures"),
     ("h.progress 10 reports, no observer: 4-step chain [chain] futures", "h.progress off: 4-step chain [chain] futures"),
+    ("i.NIO round trip [conversion] futures", "i.NIO round trip [conversion] NIO flatMap"),
+    ("i.publisher of a completed future [subscription] futures", "i.publisher of a completed future [subscription] Combine Future"),
+    ("i.publisher of a pending future [subscription] futures", "i.publisher of a pending future [subscription] Combine Future"),
+    ("i.first value of a publisher [subscription] futures", "i.first value of a publisher [subscription] Combine first()"),
+    ("i.URLSession GET 14 bytes [1 request] futures", "i.URLSession GET 14 bytes [1 request] URLSession"),
+    ("i.URLSession GET 1 MiB [1 request] futures", "i.URLSession GET 1 MiB [1 request] URLSession"),
 ]
 
 
@@ -75,8 +81,10 @@ def load(run_dirs):
 
 
 def operations(name):
-    match = re.search(r"\[(\d+)k ", name)
-    return int(match.group(1)) * 1000 if match else 1000
+    match = re.search(r"\[(\d+)(k?) ", name)
+    if not match:
+        return 1000
+    return int(match.group(1)) * (1000 if match.group(2) else 1)
 
 
 # package-benchmark 1.38.1's JMH export carries a metric that one benchmark does not measure over from

@@ -10,6 +10,8 @@
 //   NIO      SwiftNIO 2.101.3 EventLoopPromise / EventLoopFuture
 //   closure  a plain completion-handler closure chain (scenario b only)
 //   CC       withCheckedContinuation (scenario f only)
+//   Combine  OpenCombine 0.14.0 (Combine on Apple platforms) doing the same job alone (scenario i)
+//   URLSession  Foundation's URLSession with a completion handler (scenario i)
 
 import Benchmark
 import Dispatch
@@ -156,6 +158,7 @@ let benchmarks: @Sendable () -> Void = {
     scenarioF()
     scenarioG()
     scenarioH()
+    scenarioI()
 }
 
 // MARK: (a) a pending future, one callback on a serial queue, completed from another queue
