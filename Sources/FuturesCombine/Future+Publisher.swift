@@ -109,7 +109,7 @@ final class SubscriptionSlot: @unchecked Sendable {
     /// subscription per subscriber).
     @usableFromInline
     func fill(_ subscription: any Subscription) -> Bool {
-        lock.withLock {
+        lock.withLockHeld {
             guard case .empty = state else { return false }
             state = .filled(subscription)
             return true
@@ -119,7 +119,7 @@ final class SubscriptionSlot: @unchecked Sendable {
     /// Closes the slot; returns the subscription to cancel, if it held one.
     @usableFromInline
     func close() -> (any Subscription)? {
-        lock.withLock {
+        lock.withLockHeld {
             defer { state = .closed }
             if case .filled(let subscription) = state { return subscription }
             return nil

@@ -77,7 +77,7 @@ where Downstream.Input == Value, Downstream.Failure == any Error {
     func follow(_ future: Futures.Future<Value>) {
         // A future derived with `map` is a consumer: cancelling it withdraws it from `future`.
         let consumer = future.map(on: .immediate) { $0 }
-        let attached: Bool = lock.withLock {
+        let attached: Bool = lock.withLockHeld {
             guard case .subscribed(let subscriber, .none, let demanded, let outcome) = state else { return false }
             state = .subscribed(subscriber, consumer: consumer, demanded: demanded, outcome: outcome)
             return true
@@ -96,7 +96,7 @@ where Downstream.Input == Value, Downstream.Failure == any Error {
 
     func request(_ demand: Subscribers.Demand) {
         precondition(demand > .none, "a subscriber asked for a demand of zero, which Combine forbids")
-        let delivery: (Downstream, Outcome<Value>)? = lock.withLock {
+        let delivery: (Downstream, Outcome<Value>)? = lock.withLockHeld {
             guard case .subscribed(let subscriber, let consumer, false, let outcome) = state else { return nil }
             guard let outcome else {
                 state = .subscribed(subscriber, consumer: consumer, demanded: true, outcome: nil)
@@ -109,7 +109,7 @@ where Downstream.Input == Value, Downstream.Failure == any Error {
     }
 
     func cancel() {
-        let (consumer, subscriber): (Futures.Future<Value>?, Downstream?) = lock.withLock {
+        let (consumer, subscriber): (Futures.Future<Value>?, Downstream?) = lock.withLockHeld {
             guard case .subscribed(let subscriber, let consumer, _, _) = state else { return (nil, nil) }
             state = .finished
             return (consumer, subscriber)
@@ -121,7 +121,7 @@ where Downstream.Input == Value, Downstream.Failure == any Error {
     }
 
     func receive(_ outcome: Outcome<Value>) {
-        let subscriber: Downstream? = lock.withLock {
+        let subscriber: Downstream? = lock.withLockHeld {
             guard case .subscribed(let subscriber, let consumer, let demanded, .none) = state else { return nil }
             guard demanded else {
                 state = .subscribed(subscriber, consumer: consumer, demanded: false, outcome: outcome)

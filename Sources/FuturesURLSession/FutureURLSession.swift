@@ -155,7 +155,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
 
     /// Makes a task and tracks it, or returns `nil` once the session is invalidated.
     func track(_ promise: Promise<TaskResult>, makeTask: () -> URLSessionTask) -> URLSessionTask? {
-        lock.withLock {
+        lock.withLockHeld {
             guard !invalidated else { return nil }
             let task = makeTask()
             tasks[task.taskIdentifier] = Tracked(promise: promise)
@@ -164,7 +164,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     }
 
     func invalidate() {
-        lock.withLock { invalidated = true }
+        lock.withLockHeld { invalidated = true }
     }
 
     /// Adds `count` bytes to what `task` moved so far, and returns its promise and the new total.
@@ -173,7 +173,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     /// the event, not when it happened: on Linux `countOfBytesReceived` stays 0 until the task
     /// ends, and `totalBytesWritten` can already hold the whole file at the first event.
     private func count(_ count: Int, for task: URLSessionTask, body: Data? = nil) -> (Promise<TaskResult>, Int64)? {
-        lock.withLock {
+        lock.withLockHeld {
             guard let tracked = tasks[task.taskIdentifier] else { return nil }
             if let body { tracked.body.append(body) }
             tracked.transferred += Int64(count)
@@ -221,15 +221,15 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
             .appendingPathExtension(location.pathExtension.isEmpty ? "tmp" : location.pathExtension)
         do {
             try FileManager.default.moveItem(at: location, to: kept)
-            lock.withLock { tasks[downloadTask.taskIdentifier]?.file = kept }
+            lock.withLockHeld { tasks[downloadTask.taskIdentifier]?.file = kept }
         } catch {
-            let promise: Promise<TaskResult>? = lock.withLock { tasks.removeValue(forKey: downloadTask.taskIdentifier)?.promise }
+            let promise: Promise<TaskResult>? = lock.withLockHeld { tasks.removeValue(forKey: downloadTask.taskIdentifier)?.promise }
             _ = promise?.fail(error)
         }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard let tracked = lock.withLock({ tasks.removeValue(forKey: task.taskIdentifier) }) else { return }
+        guard let tracked = lock.withLockHeld({ tasks.removeValue(forKey: task.taskIdentifier) }) else { return }
         if let error {
             if let file = tracked.file { try? FileManager.default.removeItem(at: file) }
             _ = tracked.promise.fail(error)

@@ -14,8 +14,17 @@ final class Recorder<Element: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [Element] = []
 
-    func append(_ item: Element) { lock.withLock { items.append(item) } }
-    var all: [Element] { lock.withLock { items } }
+    func append(_ item: Element) {
+        lock.lock()
+        items.append(item)
+        lock.unlock()
+    }
+
+    var all: [Element] {
+        lock.lock()
+        defer { lock.unlock() }
+        return items
+    }
 }
 
 struct Boom: Error, Equatable {}
