@@ -22,6 +22,11 @@ extension Futures.Future {
     ///   that fails, with its error (an error that means cancellation makes it
     ///   `.cancelled`).
     /// - Cancelling the future, or every consumer of it withdrawing, cancels the subscription.
+    /// - As with any Combine subscriber, the subscription lives until the publisher completes or
+    ///   the subscription is cancelled: dropping the future does not end it, so cancel a pending
+    ///   future you no longer need, as you would cancel an `AnyCancellable`. A publisher that lets
+    ///   its subscriber go without completing fails the future with
+    ///   `FutureError.brokenPromise(file:line:)`.
     ///
     /// - Parameters:
     ///   - publisher: the publisher whose first value the future takes.
@@ -34,7 +39,11 @@ extension Futures.Future {
         let promise = Promise<Value>(file: file, line: line)
         self = promise.future
         let subscriber = FirstValueSubscriber<Value, P.Failure>(promise: promise)
-        promise.onCancel { subscriber.cancel() }
+        // Weakly: the publisher's subscription keeps the subscriber (and so the promise) alive while
+        // it may still send a value, and the future need not keep its producer. A publisher that
+        // lets its subscriber go without completing then breaks the promise, rather than leaving
+        // the future pending forever.
+        promise.onCancel { [weak subscriber] in subscriber?.cancel() }
         publisher.subscribe(subscriber)
     }
 }

@@ -12,7 +12,7 @@ import NIOCore
 ///     .map(on: .eventLoop(loop)) { $0.uppercased() }
 /// ```
 ///
-/// Like every executor other than `ImmediateExecutor`, it never runs a callback inside the
+/// Like every executor but `.immediate` and `.mainImmediate`, it never runs a callback inside the
 /// call that registers it, not even on the loop's own thread: the callback is queued behind the
 /// loop's current task. A loop that has shut down drops what it is given (SwiftNIO's own
 /// `execute(_:)` does the same), so shut a loop down only after the futures using it are done.

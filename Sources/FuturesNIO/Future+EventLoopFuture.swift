@@ -40,6 +40,13 @@ extension Future {
     ///
     /// The conversion is one of this future's consumers, like a task awaiting it: this future is not
     /// cancelled because its other consumers withdrew while the `EventLoopFuture` still waits for it.
+    /// It never withdraws, so each conversion of a pending future keeps a small registration on it
+    /// until it completes, even if the `EventLoopFuture` is dropped: convert a long-lived future once
+    /// and share the result.
+    ///
+    /// The loop must outlive the future: on a loop that has shut down, the `EventLoopFuture` never
+    /// completes (SwiftNIO drops the work, and its debug builds report the promise as leaked), as
+    /// with any promise of a shut-down loop.
     ///
     /// - Parameter eventLoop: the loop the returned future belongs to.
     /// - Returns: a future of the same outcome on `eventLoop`.

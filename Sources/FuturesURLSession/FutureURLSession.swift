@@ -28,29 +28,37 @@ import Futures
 /// ignored. Make one `FutureURLSession` per configuration and keep it; releasing it lets its tasks
 /// finish and then lets the session go.
 public final class FutureURLSession: Sendable {
-    /// A session with the default configuration, for the whole process.
-    public static let shared = FutureURLSession()
+    /// A session with the default configuration, for the whole process. Like `URLSession.shared`,
+    /// it cannot be invalidated: ``invalidateAndCancel()`` and ``finishTasksAndInvalidate()`` do
+    /// nothing to it.
+    public static let shared = FutureURLSession(configuration: .default, isShared: true)
 
-    /// The session that runs the tasks. Its delegate is this object's; do not make tasks on it
-    /// with other delegates or completion handlers and expect this object's futures to hear of them.
-    public let session: URLSession
+    /// The session that runs the tasks, kept private: only this object makes tasks on it and
+    /// invalidates it, so no call can meet a session invalidated behind its back.
+    private let session: URLSession
     private let delegate: SessionDelegate
+    private let isShared: Bool
 
     /// Creates a session with `configuration`.
     ///
     /// - Parameter configuration: the session's configuration, copied as `URLSession` does.
-    public init(configuration: URLSessionConfiguration = .default) {
+    public convenience init(configuration: URLSessionConfiguration = .default) {
+        self.init(configuration: configuration, isShared: false)
+    }
+
+    private init(configuration: URLSessionConfiguration, isShared: Bool) {
         let delegate = SessionDelegate()
         let queue = OperationQueue()
         queue.name = "FutureURLSession delegate"
         queue.maxConcurrentOperationCount = 1
         self.delegate = delegate
+        self.isShared = isShared
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
     }
 
     deinit {
         // The session keeps its delegate, and so the tasks' promises, until it is invalidated.
-        session.finishTasksAndInvalidate()
+        if delegate.invalidate() { session.finishTasksAndInvalidate() }
     }
 
     /// Loads `request` into memory.
@@ -66,7 +74,9 @@ public final class FutureURLSession: Sendable {
     ///
     /// - Parameter request: the request to send.
     /// - Returns: a future of the file's location and the response. The file is in the temporary
-    ///   directory and is yours: move or delete it. Its progress follows the bytes received.
+    ///   directory and is yours: move or delete it. Its progress follows the bytes received. If the
+    ///   future is cancelled, or the download fails, the file is deleted; once the future has
+    ///   succeeded, the file stays until you delete it, even if nobody reads the future's value.
     public func download(for request: URLRequest) -> Future<(URL, URLResponse)> {
         start { session.downloadTask(with: request) }
             .map(on: .immediate) { try $0.fileAndResponse() }
@@ -84,14 +94,22 @@ public final class FutureURLSession: Sendable {
             .map(on: .immediate) { try $0.bodyAndResponse() }
     }
 
-    /// Cancels every task of the session and invalidates it: their futures end
-    /// `.cancelled`, and later calls fail with ``InvalidatedError``.
+    /// Cancels every task of the session and invalidates it: their futures end `.cancelled`, and
+    /// later calls fail with ``InvalidatedError``. Does nothing to ``shared``.
     public func invalidateAndCancel() {
-        delegate.invalidate()
+        guard !isShared, delegate.invalidate() else { return }
         session.invalidateAndCancel()
     }
 
-    /// The error of a call made after ``invalidateAndCancel()``.
+    /// Lets the session's tasks finish, then invalidates it: their futures complete as usual, and
+    /// later calls fail with ``InvalidatedError``. Does nothing to ``shared``. Releasing the object
+    /// does the same.
+    public func finishTasksAndInvalidate() {
+        guard !isShared, delegate.invalidate() else { return }
+        session.finishTasksAndInvalidate()
+    }
+
+    /// The error of a call made after ``invalidateAndCancel()`` or ``finishTasksAndInvalidate()``.
     public struct InvalidatedError: Error, Sendable, CustomStringConvertible {
         /// A one-line explanation.
         public var description: String {
@@ -163,8 +181,12 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         }
     }
 
-    func invalidate() {
-        lock.withLockHeld { invalidated = true }
+    /// Refuses new tasks from now on; `false` if that was so already.
+    func invalidate() -> Bool {
+        lock.withLockHeld {
+            defer { invalidated = true }
+            return !invalidated
+        }
     }
 
     /// Adds `count` bytes to what `task` moved so far, and returns its promise and the new total.

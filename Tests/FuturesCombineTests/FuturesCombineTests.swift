@@ -178,7 +178,47 @@ final class ManualSubscriber<Input: Sendable>: Subscriber, @unchecked Sendable {
     private func loadName() -> Futures.Future<String> { Future(value: "Ada") }
 }
 
+/// A publisher that hands its subscriber a subscription holding it (as Combine's own do), or, if
+/// `holdsSubscriber` is false, a subscription that lets it go at once.
+struct ProbePublisher: Publisher {
+    typealias Output = Int
+    typealias Failure = Never
+    let holdsSubscriber: Bool
+    let made: Recorder<ProbeSubscription>
+
+    func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Never {
+        let subscription = ProbeSubscription(subscriber: holdsSubscriber ? AnySubscriber(subscriber) : nil)
+        made.append(subscription)
+        subscriber.receive(subscription: subscription)
+    }
+}
+
+final class ProbeSubscription: Subscription, @unchecked Sendable {
+    // Safety: set in `init`, cleared only by `cancel`, which the tests call on one thread.
+    var subscriber: AnySubscriber<Int, Never>?
+    init(subscriber: AnySubscriber<Int, Never>?) { self.subscriber = subscriber }
+    func request(_ demand: Subscribers.Demand) {}
+    func cancel() { subscriber = nil }
+}
+
 @Suite struct FutureFromPublisherTests {
+    @Test func aPublisherThatLetsItsSubscriberGoBreaksThePromise() {
+        let made = Recorder<ProbeSubscription>()
+        let future = Futures.Future(ProbePublisher(holdsSubscriber: false, made: made))
+        guard case .brokenPromise? = future.outcome?.error as? FutureError else {
+            Issue.record("expected a broken promise, got \(String(describing: future.outcome))")
+            return
+        }
+    }
+
+    @Test func cancellingAFutureWhoseSubscriberIsHeldCancelsTheSubscription() {
+        let made = Recorder<ProbeSubscription>()
+        let future = Futures.Future(ProbePublisher(holdsSubscriber: true, made: made))
+        #expect(made.all.first?.subscriber != nil)
+        future.cancel()
+        #expect(made.all.first?.subscriber == nil)
+    }
+
     @Test func takesTheFirstValueAndCancelsTheSubscription() {
         let events = Recorder<String>()
         let subject = PassthroughSubject<Int, Never>()

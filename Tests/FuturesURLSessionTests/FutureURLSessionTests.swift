@@ -102,6 +102,41 @@ final class Recorder<Element: Sendable>: @unchecked Sendable {
         try await server.shutdown()
     }
 
+    @Test func finishingTasksAndInvalidatingLetsRunningTasksFinish() async throws {
+        let server = try TestServer()
+        let session = FutureURLSession()
+        let page = session.data(for: URLRequest(url: server.url("/large")))
+        session.finishTasksAndInvalidate()
+        #expect(try await page.value.0 == TestServer.largeBody)
+        let later = session.data(for: URLRequest(url: server.url("/small")))
+        #expect(later.outcome?.error is FutureURLSession.InvalidatedError)
+        session.invalidateAndCancel()   // already invalidated: nothing happens
+        try await server.shutdown()
+    }
+
+    @Test func theSharedSessionCannotBeInvalidated() async throws {
+        let server = try TestServer()
+        FutureURLSession.shared.invalidateAndCancel()
+        FutureURLSession.shared.finishTasksAndInvalidate()
+        let (data, _) = try await FutureURLSession.shared.data(for: URLRequest(url: server.url("/small"))).value
+        #expect(data == TestServer.smallBody)
+        try await server.shutdown()
+    }
+
+    @Test func aReleasedSessionFinishesItsTasks() async throws {
+        let server = try TestServer()
+        weak var released: FutureURLSession?
+        let page: Future<(Data, URLResponse)>
+        do {
+            let session = FutureURLSession()
+            released = session
+            page = session.data(for: URLRequest(url: server.url("/large")))
+        }
+        #expect(released == nil)
+        #expect(try await page.value.0 == TestServer.largeBody)
+        try await server.shutdown()
+    }
+
     @Test func aRefusedConnectionIsAnErrorNotACancellation() async throws {
         let port = try TestServer.refusedPort()
         let request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/small")!)
