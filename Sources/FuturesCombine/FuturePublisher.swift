@@ -16,8 +16,8 @@ extension Futures.Future {
     /// ```
     ///
     /// - A `.cancelled` future fails the subscription with `CancellationError`.
-    /// - Nothing is sent before the subscriber asks for a value; an outcome that arrives earlier
-    ///   waits for the demand.
+    /// - The value is not sent before the subscriber asks for it; a value that arrives earlier
+    ///   waits for the demand. A failure needs no demand, as everywhere in Combine.
     /// - Each subscription is one of this future's consumers, like a future derived from it:
     ///   cancelling the subscription withdraws it, and when every consumer of the future has
     ///   withdrawn the future is cancelled, which tells its producer.
@@ -43,16 +43,18 @@ public struct FuturePublisher<Value: Sendable>: Publisher, Sendable {
 
     /// Attaches `subscriber`: the subscription becomes one of the future's consumers.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Value, S.Failure == any Error {
-        let subscription = FutureSubscription(subscriber: subscriber)
+        // The subscription is a consumer from the start (a future derived with `map` is one), so the
+        // future is not cancelled for want of consumers while the subscriber receives it.
+        let subscription = FutureSubscription(subscriber: subscriber, consumer: future.map(on: .immediate) { $0 })
         subscriber.receive(subscription: subscription)
-        subscription.follow(future)
+        subscription.follow()
     }
 }
 
 /// One subscriber's view of a future.
 ///
-/// States: `subscribed` (waiting for demand and for the outcome, in either order) → `finished` (the
-/// outcome was sent, or the subscriber cancelled). Every change happens under `lock`; the
+/// States: `subscribed` (waiting for demand and for the outcome, in either order; a failure does
+/// not wait for demand) → `finished` (the outcome was sent, or the subscriber cancelled). Every change happens under `lock`; the
 /// subscriber and the future are called after it is released, so a subscriber that asks for demand
 /// or cancels from inside a call it receives does not deadlock.
 final class FutureSubscription<Value: Sendable, Downstream: Subscriber>: Subscription, OutcomeReceiver, @unchecked Sendable
@@ -65,28 +67,20 @@ where Downstream.Input == Value, Downstream.Failure == any Error {
     private var state: State
 
     private enum State {
-        case subscribed(Downstream, consumer: Futures.Future<Value>?, demanded: Bool, outcome: Outcome<Value>?)
+        case subscribed(Downstream, demanded: Bool, outcome: Outcome<Value>?)
         case finished
     }
 
-    init(subscriber: Downstream) {
-        state = .subscribed(subscriber, consumer: nil, demanded: false, outcome: nil)
+    private let consumer: Futures.Future<Value>
+
+    init(subscriber: Downstream, consumer: Futures.Future<Value>) {
+        self.consumer = consumer
+        state = .subscribed(subscriber, demanded: false, outcome: nil)
     }
 
-    /// Registers the subscription as a consumer of `future`, after the subscriber has received it.
-    func follow(_ future: Futures.Future<Value>) {
-        // A future derived with `map` is a consumer: cancelling it withdraws it from `future`.
-        let consumer = future.map(on: .immediate) { $0 }
-        let attached: Bool = lock.withLockHeld {
-            guard case .subscribed(let subscriber, .none, let demanded, let outcome) = state else { return false }
-            state = .subscribed(subscriber, consumer: consumer, demanded: demanded, outcome: outcome)
-            return true
-        }
-        guard attached else {
-            // The subscriber cancelled from inside `receive(subscription:)`.
-            _ = consumer.cancel()
-            return
-        }
+    /// Starts listening to the consumer, once the subscriber has received the subscription (it may
+    /// have asked for demand, or cancelled, from inside `receive(subscription:)`).
+    func follow() {
         // Seen through a protocol, so the callback does not capture the subscriber's type.
         let receiver: any OutcomeReceiver<Value> = self
         consumer.whenComplete(on: .immediate) { outcome in
@@ -97,9 +91,9 @@ where Downstream.Input == Value, Downstream.Failure == any Error {
     func request(_ demand: Subscribers.Demand) {
         precondition(demand > .none, "a subscriber asked for a demand of zero, which Combine forbids")
         let delivery: (Downstream, Outcome<Value>)? = lock.withLockHeld {
-            guard case .subscribed(let subscriber, let consumer, false, let outcome) = state else { return nil }
+            guard case .subscribed(let subscriber, false, let outcome) = state else { return nil }
             guard let outcome else {
-                state = .subscribed(subscriber, consumer: consumer, demanded: true, outcome: nil)
+                state = .subscribed(subscriber, demanded: true, outcome: nil)
                 return nil
             }
             state = .finished
@@ -109,22 +103,23 @@ where Downstream.Input == Value, Downstream.Failure == any Error {
     }
 
     func cancel() {
-        let (consumer, subscriber): (Futures.Future<Value>?, Downstream?) = lock.withLockHeld {
-            guard case .subscribed(let subscriber, let consumer, _, _) = state else { return (nil, nil) }
+        let subscriber: Downstream? = lock.withLockHeld {
+            guard case .subscribed(let subscriber, _, _) = state else { return nil }
             state = .finished
-            return (consumer, subscriber)
+            return subscriber
         }
         // The subscriber is released here, outside the lock, as Combine asks of a cancelled
         // subscription; the consumer withdraws from the future.
         withExtendedLifetime(subscriber) {}
-        _ = consumer?.cancel()
+        if subscriber != nil { consumer.cancel() }
     }
 
     func receive(_ outcome: Outcome<Value>) {
         let subscriber: Downstream? = lock.withLockHeld {
-            guard case .subscribed(let subscriber, let consumer, let demanded, .none) = state else { return nil }
-            guard demanded else {
-                state = .subscribed(subscriber, consumer: consumer, demanded: false, outcome: outcome)
+            guard case .subscribed(let subscriber, let demanded, .none) = state else { return nil }
+            // A value waits for demand; a failure needs none (Combine sends completions unasked).
+            guard demanded || !outcome.isSuccess else {
+                state = .subscribed(subscriber, demanded: false, outcome: outcome)
                 return nil
             }
             state = .finished

@@ -48,14 +48,24 @@ extension Future {
     /// completes (SwiftNIO drops the work, and its debug builds report the promise as leaked), as
     /// with any promise of a shut-down loop.
     ///
-    /// - Parameter eventLoop: the loop the returned future belongs to.
+    /// A future that never completes (`Future.never`, or one derived from it) gives an
+    /// `EventLoopFuture` that never completes either; SwiftNIO's debug builds report such a promise
+    /// when it is dropped, naming the call that made it.
+    ///
+    /// - Parameters:
+    ///   - eventLoop: the loop the returned future belongs to.
+    ///   - file: where the conversion is made, for SwiftNIO's report of a promise dropped before it
+    ///     completed; leave the default.
+    ///   - line: the line of `file`; leave the default.
     /// - Returns: a future of the same outcome on `eventLoop`.
     @inlinable
-    public func eventLoopFuture(on eventLoop: any EventLoop) -> EventLoopFuture<Value> {
+    public func eventLoopFuture(
+        on eventLoop: any EventLoop, file: StaticString = #fileID, line: UInt = #line
+    ) -> EventLoopFuture<Value> {
         if let outcome {
             return eventLoop.makeCompletedFuture(outcome.result)
         }
-        let promise = eventLoop.makePromise(of: Value.self)
+        let promise = eventLoop.makePromise(of: Value.self, file: file, line: line)
         // A derived future is a consumer that never withdraws; its callback hands the outcome over
         // on whichever thread completes it, and NIO moves it to the loop.
         map(on: .immediate) { $0 }.whenComplete(on: .immediate) { outcome in

@@ -66,8 +66,7 @@ public final class FutureURLSession: Sendable {
     /// - Parameter request: the request to send.
     /// - Returns: a future of the body and the response; its progress follows the bytes received.
     public func data(for request: URLRequest) -> Future<(Data, URLResponse)> {
-        start { session.dataTask(with: request) }
-            .map(on: .immediate) { try $0.bodyAndResponse() }
+        start({ session.dataTask(with: request) }, value: { try $0.bodyAndResponse() })
     }
 
     /// Downloads `request` into a file.
@@ -78,8 +77,7 @@ public final class FutureURLSession: Sendable {
     ///   future is cancelled, or the download fails, the file is deleted; once the future has
     ///   succeeded, the file stays until you delete it, even if nobody reads the future's value.
     public func download(for request: URLRequest) -> Future<(URL, URLResponse)> {
-        start { session.downloadTask(with: request) }
-            .map(on: .immediate) { try $0.fileAndResponse() }
+        start({ session.downloadTask(with: request) }, value: { try $0.fileAndResponse() })
     }
 
     /// Uploads `bodyData` with `request`.
@@ -90,8 +88,7 @@ public final class FutureURLSession: Sendable {
     /// - Returns: a future of the response's body and the response; its progress follows the bytes
     ///   sent.
     public func upload(for request: URLRequest, from bodyData: Data) -> Future<(Data, URLResponse)> {
-        start { session.uploadTask(with: request, from: bodyData) }
-            .map(on: .immediate) { try $0.bodyAndResponse() }
+        start({ session.uploadTask(with: request, from: bodyData) }, value: { try $0.bodyAndResponse() })
     }
 
     /// Cancels every task of the session and invalidates it: their futures end `.cancelled`, and
@@ -117,16 +114,43 @@ public final class FutureURLSession: Sendable {
         }
     }
 
-    private func start(_ makeTask: () -> URLSessionTask) -> Future<TaskResult> {
-        let promise = Promise<TaskResult>()
-        guard let task = delegate.track(promise, makeTask: makeTask) else {
+    /// Makes a task, tracks it, and resumes it; its future is completed by the delegate with
+    /// `value` of what the task gathered.
+    private func start<Value: Sendable>(
+        _ makeTask: () -> URLSessionTask,
+        value: @escaping @Sendable (TaskResult) throws -> Value
+    ) -> Future<Value> {
+        let promise = Promise<Value>()
+        let completion = TaskCompletion(
+            // `true` only if the value reached the future: a file nobody received is deleted.
+            complete: { result in
+                switch result {
+                case .success(let gathered):
+                    do { return promise.succeed(try value(gathered)) } catch { _ = promise.fail(error) }
+                case .failure(let error):
+                    _ = promise.fail(error)
+                }
+                return false
+            },
+            progress: { promise.progress = $0 }
+        )
+        guard let task = delegate.track(completion, makeTask: makeTask) else {
             _ = promise.fail(InvalidatedError())
             return promise.future
         }
-        promise.onCancel { task.cancel() }
+        let identifier = task.taskIdentifier
+        promise.onCancel { [delegate] in delegate.cancelTask(identifier) }
         task.resume()
         return promise.future
     }
+}
+
+/// How the delegate completes a task's future, whatever its value type.
+struct TaskCompletion: Sendable {
+    /// Completes the future; `true` if it succeeded with the task's result.
+    let complete: @Sendable (Result<TaskResult, any Error>) -> Bool
+    /// Sets the future's progress.
+    let progress: @Sendable (Double) -> Void
 }
 
 /// What a task ends with, before it is shaped into a call's value.
@@ -154,29 +178,35 @@ struct TaskResult: Sendable {
 /// its serial delegate queue, but `track` and `invalidate` run on the caller's thread, hence the
 /// lock.
 final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, @unchecked Sendable {
-    // Safety: `tasks` and `invalidated` are read and written only while `lock` is held. Promises are
-    // thread-safe; they are completed, and their progress set, after the lock is released.
+    // Safety: `tasks` and `invalidated` are read and written only while `lock` is held, and so are
+    // the fields of each `Tracked` while it is in `tasks`; one taken out of `tasks` is used only by
+    // the thread that took it. Futures are completed, their progress set and tasks cancelled after
+    // the lock is released.
     private let lock = NSLock()
     private var tasks: [Int: Tracked] = [:]
     private var invalidated = false
 
-    /// A task's promise and what it gathered so far. A class, so that a body growing by each
-    /// packet is appended to in place, never copied out of the dictionary and back.
+    /// A task, how to complete its future, and what it gathered so far. A class, so that a body
+    /// growing by each packet is appended to in place, never copied out of the dictionary and back.
     private final class Tracked {
-        let promise: Promise<TaskResult>
+        let task: URLSessionTask
+        let completion: TaskCompletion
         var body = Data()
         var transferred: Int64 = 0
         var file: URL?
 
-        init(promise: Promise<TaskResult>) { self.promise = promise }
+        init(task: URLSessionTask, completion: TaskCompletion) {
+            self.task = task
+            self.completion = completion
+        }
     }
 
     /// Makes a task and tracks it, or returns `nil` once the session is invalidated.
-    func track(_ promise: Promise<TaskResult>, makeTask: () -> URLSessionTask) -> URLSessionTask? {
+    func track(_ completion: TaskCompletion, makeTask: () -> URLSessionTask) -> URLSessionTask? {
         lock.withLockHeld {
             guard !invalidated else { return nil }
             let task = makeTask()
-            tasks[task.taskIdentifier] = Tracked(promise: promise)
+            tasks[task.taskIdentifier] = Tracked(task: task, completion: completion)
             return task
         }
     }
@@ -189,23 +219,30 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         }
     }
 
-    /// Adds `count` bytes to what `task` moved so far, and returns its promise and the new total.
+    /// Cancels a task whose future was cancelled, if it is still running. (Cancelling a task that
+    /// has just finished can crash Foundation on Linux; asking first narrows that window.)
+    func cancelTask(_ identifier: Int) {
+        let task = lock.withLockHeld { tasks[identifier]?.task }
+        task?.cancel()
+    }
+
+    /// Adds `count` bytes to what `task` moved so far, and returns its completion and the new total.
     ///
     /// The totals are counted here because the task's own are read when the delegate queue gets to
     /// the event, not when it happened: on Linux `countOfBytesReceived` stays 0 until the task
     /// ends, and `totalBytesWritten` can already hold the whole file at the first event.
-    private func count(_ count: Int, for task: URLSessionTask, body: Data? = nil) -> (Promise<TaskResult>, Int64)? {
+    private func count(_ count: Int, for task: URLSessionTask, body: Data? = nil) -> (TaskCompletion, Int64)? {
         lock.withLockHeld {
             guard let tracked = tasks[task.taskIdentifier] else { return nil }
             if let body { tracked.body.append(body) }
             tracked.transferred += Int64(count)
-            return (tracked.promise, tracked.transferred)
+            return (tracked.completion, tracked.transferred)
         }
     }
 
-    private static func report(_ counted: (Promise<TaskResult>, Int64)?, of expected: Int64) {
-        guard let (promise, done) = counted, expected > 0 else { return }
-        promise.progress = Double(done) / Double(expected)
+    private static func report(_ counted: (TaskCompletion, Int64)?, of expected: Int64) {
+        guard let (completion, done) = counted, expected > 0 else { return }
+        completion.progress(Double(done) / Double(expected))
     }
 
     private static func expectedToReceive(_ task: URLSessionTask) -> Int64 {
@@ -236,6 +273,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     }
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
+        // Only for a task of ours, which is tracked until `didCompleteWithError`, after this.
+        guard lock.withLockHeld({ tasks[downloadTask.taskIdentifier] != nil }) else { return }
         // The session deletes `location` when this method returns: move the file somewhere the
         // caller owns.
         let kept = FileManager.default.temporaryDirectory
@@ -245,22 +284,31 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
             try FileManager.default.moveItem(at: location, to: kept)
             lock.withLockHeld { tasks[downloadTask.taskIdentifier]?.file = kept }
         } catch {
-            let promise: Promise<TaskResult>? = lock.withLockHeld { tasks.removeValue(forKey: downloadTask.taskIdentifier)?.promise }
-            _ = promise?.fail(error)
+            let tracked = lock.withLockHeld { tasks.removeValue(forKey: downloadTask.taskIdentifier) }
+            _ = tracked?.completion.complete(.failure(error))
         }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let tracked = lock.withLockHeld({ tasks.removeValue(forKey: task.taskIdentifier) }) else { return }
-        if let error {
+        let result = TaskResult(body: tracked.body, file: tracked.file, response: task.response)
+        let delivered = tracked.completion.complete(error.map { .failure($0) } ?? .success(result))
+        if !delivered, let file = tracked.file {
+            // The task failed, or its future was cancelled as it finished: nobody has the file.
+            try? FileManager.default.removeItem(at: file)
+        }
+    }
+
+    /// The session is invalid: on Linux it may drop its delegate before telling it that the tasks
+    /// cancelled with it have completed, so whatever is still tracked ends here, cancelled.
+    func urlSession(_ session: URLSession, didBecomeInvalidWithError error: (any Error)?) {
+        let orphans = lock.withLockHeld {
+            defer { tasks.removeAll() }
+            return Array(tasks.values)
+        }
+        for tracked in orphans {
             if let file = tracked.file { try? FileManager.default.removeItem(at: file) }
-            _ = tracked.promise.fail(error)
-        } else {
-            let result = TaskResult(body: tracked.body, file: tracked.file, response: task.response)
-            if !tracked.promise.succeed(result), let file = tracked.file {
-                // The future was cancelled while the task finished: nobody will take the file.
-                try? FileManager.default.removeItem(at: file)
-            }
+            _ = tracked.completion.complete(.failure(URLError(.cancelled)))
         }
     }
 }

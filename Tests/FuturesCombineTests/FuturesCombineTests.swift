@@ -63,6 +63,29 @@ final class ManualSubscriber<Input: Sendable>: Subscriber, @unchecked Sendable {
     }
 }
 
+/// Cancels another consumer of the future from inside `receive(subscription:)`, then asks for one value.
+final class WithdrawingSubscriber: Subscriber, @unchecked Sendable {
+    typealias Input = Int
+    typealias Failure = any Error
+    // Safety: the publisher calls it on one thread at a time, as Combine requires.
+    let events = Recorder<String>()
+    let other: Futures.Future<Int>
+
+    init(other: Futures.Future<Int>) { self.other = other }
+
+    func receive(subscription: any Subscription) {
+        other.cancel()
+        subscription.request(.max(1))
+    }
+
+    func receive(_ input: Int) -> Subscribers.Demand {
+        events.append("value \(input)")
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<any Error>) {}
+}
+
 @Suite struct FuturePublisherTests {
     @Test func sendsTheValueThenFinishes() {
         let subscriber = ManualSubscriber<Int>(demandOnSubscribe: .unlimited)
@@ -94,6 +117,26 @@ final class ManualSubscriber<Input: Sendable>: Subscriber, @unchecked Sendable {
         let subscriber = ManualSubscriber<Int>(demandOnSubscribe: .max(1))
         Future<Int>(error: Boom()).publisher.subscribe(subscriber)
         #expect(subscriber.events.all == ["failure Boom"])
+    }
+
+    @Test func aFailureNeedsNoDemand() {
+        let promise = Promise<Int>()
+        let subscriber = ManualSubscriber<Int>()
+        promise.future.publisher.subscribe(subscriber)
+        _ = promise.fail(Boom())
+        #expect(subscriber.events.all == ["failure Boom"])
+    }
+
+    @Test func theSubscriptionIsAConsumerWhileTheSubscriberReceivesIt() {
+        // The future's only other consumer withdraws while the subscriber is receiving the
+        // subscription: the subscription keeps the future going.
+        let promise = Promise<Int>()
+        let other = promise.future.map { $0 }
+        let subscriber = WithdrawingSubscriber(other: other)
+        promise.future.publisher.subscribe(subscriber)
+        #expect(!promise.isCancelled)
+        _ = promise.succeed(2)
+        #expect(subscriber.events.all == ["value 2"])
     }
 
     @Test func aCancelledFutureFailsWithCancellationError() {

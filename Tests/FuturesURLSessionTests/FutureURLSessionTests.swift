@@ -102,6 +102,20 @@ final class Recorder<Element: Sendable>: @unchecked Sendable {
         try await server.shutdown()
     }
 
+    @Test func invalidatingWithManyTasksInFlightEndsEveryFuture() async throws {
+        let server = try TestServer()
+        let session = FutureURLSession()
+        let pages = (0..<20).map { _ in session.data(for: URLRequest(url: server.url("/trickle"))) }
+        let started = Promise<Void>()
+        pages[0].whenProgress(on: .immediate) { _ in _ = started.succeed(()) }
+        _ = await started.future.result
+        session.invalidateAndCancel()
+        for page in pages {
+            #expect(await page.result.isCancelled)
+        }
+        try await server.shutdown()
+    }
+
     @Test func finishingTasksAndInvalidatingLetsRunningTasksFinish() async throws {
         let server = try TestServer()
         let session = FutureURLSession()
