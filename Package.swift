@@ -9,6 +9,9 @@ var dependencies: [Package.Dependency] = [
     // `FuturesTestSupport`) does not build them (SwiftPM still resolves them with the graph).
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+    // Only the demo uses these.
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
 ]
 // The documentation plugin, only when building the documentation (`.ci/docs`), so that nobody else
 // resolves it.
@@ -48,8 +51,16 @@ let package = Package(
         ),
         // URLSession calls as futures, with progress and cancellation.
         .target(name: "FuturesURLSession", dependencies: ["Futures"]),
-        // The main job: a person-and-picture loading scenario, run on the local file system.
-        .executableTarget(name: "futures-demo", dependencies: ["Futures"]),
+        // The main job: `hash` (SHA-256 of files, concurrently, with progress, timeouts and Ctrl-C)
+        // and `tour` (a person-and-picture loading scenario), on the local file system.
+        .executableTarget(
+            name: "futures-demo",
+            dependencies: [
+                "Futures",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Heap statistics for the tests that check nothing stays allocated (malloc's own counters).
         .target(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
         // Runs one scenario in a process of its own and prints the heap each iteration kept.
@@ -66,6 +77,8 @@ let package = Package(
             name: "FuturesTests",
             dependencies: ["Futures", "FuturesTestSupport", "futures-leakcheck"]
         ),
+        // Runs the built `futures-demo` as a subprocess.
+        .testTarget(name: "FuturesDemoTests", dependencies: ["futures-demo"]),
         .testTarget(
             name: "FuturesNIOTests",
             dependencies: [

@@ -1,0 +1,166 @@
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+private let systemWrite = Glibc.write
+#elseif canImport(Darwin)
+import Darwin
+private let systemWrite = Darwin.write
+#endif
+
+/// Counts the bytes and files done, from any thread.
+final class Meter: @unchecked Sendable {
+    // Safety: `bytes` and `files` are only touched while holding `lock`.
+    private let lock = NSLock()
+    private var bytes: Int64 = 0
+    private var files = 0
+    let totalBytes: Int64
+    let totalFiles: Int
+    let started = ContinuousClock.now
+
+    init(totalBytes: Int64, totalFiles: Int) {
+        self.totalBytes = totalBytes
+        self.totalFiles = totalFiles
+    }
+
+    func add(bytes count: Int) {
+        lock.lock()
+        bytes += Int64(count)
+        lock.unlock()
+    }
+
+    /// A file is done, hashed or not: what was not read of it counts as done, so that the time
+    /// left is not waiting for it.
+    func fileDone(size: Int64) {
+        lock.lock()
+        files += 1
+        bytes = min(totalBytes, max(bytes, doneBytesOfFinishedFiles(adding: size)))
+        lock.unlock()
+    }
+
+    private var finishedSizes: Int64 = 0
+
+    private func doneBytesOfFinishedFiles(adding size: Int64) -> Int64 {
+        finishedSizes += size
+        return finishedSizes
+    }
+
+    var snapshot: (bytes: Int64, files: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (bytes, files)
+    }
+}
+
+/// Where the output goes: checksum lines on stdout, messages on stderr, and, when stderr is a
+/// terminal, a progress bar there, redrawn at most ten times a second.
+///
+/// Everything is written on one serial queue, so a line never lands in the middle of the bar: the
+/// bar is erased before a line or a message is written and drawn again on the next tick.
+final class Display: @unchecked Sendable {
+    // Safety: `barShown` and `lastBar` are only touched on `queue`.
+    private let queue = DispatchQueue(label: "futures-demo.display")
+    private let meter: Meter
+    private let showsBar: Bool
+    private var timer: (any DispatchSourceTimer)?
+    private var barShown = false
+    private var lastBar = ""
+
+    init(meter: Meter, showsBar: Bool) {
+        self.meter = meter
+        self.showsBar = showsBar
+    }
+
+    func start() {
+        guard showsBar else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .milliseconds(100))
+        timer.setEventHandler { [self] in drawBar() }
+        queue.sync { self.timer = timer }
+        timer.resume()
+    }
+
+    /// Erases the bar and stops drawing it.
+    func stop() {
+        queue.sync {
+            timer?.cancel()
+            timer = nil
+            eraseBar()
+        }
+    }
+
+    /// Writes a checksum line (ending in a newline) to stdout in one piece.
+    func line(_ text: String) {
+        queue.sync {
+            eraseBar()
+            write(text, to: STDOUT_FILENO)
+        }
+    }
+
+    /// Writes `futures-demo: message` to stderr.
+    func error(_ message: String) {
+        queue.sync {
+            eraseBar()
+            write("futures-demo: \(message)\n", to: STDERR_FILENO)
+        }
+    }
+
+    private func eraseBar() {
+        guard barShown else { return }
+        write("\r\u{1B}[K", to: STDERR_FILENO)
+        barShown = false
+        lastBar = ""
+    }
+
+    private func drawBar() {
+        let bar = Self.bar(meter: meter, width: 24)
+        guard bar != lastBar else { return }
+        write("\r\u{1B}[K" + bar, to: STDERR_FILENO)
+        barShown = true
+        lastBar = bar
+    }
+
+    /// `[#########...............]  37%  1.2 GB of 3.4 GB  12/40 files  350 MB/s  0:07 left`
+    static func bar(meter: Meter, width: Int) -> String {
+        let (bytes, files) = meter.snapshot
+        let fraction = meter.totalBytes > 0 ? Double(bytes) / Double(meter.totalBytes) : Double(files) / Double(max(meter.totalFiles, 1))
+        let filled = min(width, Int(fraction * Double(width)))
+        let elapsed = meter.started.duration(to: .now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = seconds > 0 ? Double(bytes) / seconds : 0
+        var text = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "]"
+        text += String(format: " %3d%%", Int(fraction * 100))
+        text += "  \(byteCount(bytes)) of \(byteCount(meter.totalBytes))"
+        text += "  \(files)/\(meter.totalFiles) files"
+        text += "  \(byteCount(Int64(rate)))/s"
+        if rate > 0, bytes < meter.totalBytes {
+            let left = Int((Double(meter.totalBytes - bytes) / rate).rounded(.up))
+            text += String(format: "  %d:%02d left", left / 60, left % 60)
+        }
+        return text
+    }
+
+    static func byteCount(_ bytes: Int64) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1000, unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}
+
+/// Writes all of `text` to `descriptor` (a write may be cut short by a signal or a full pipe).
+func write(_ text: String, to descriptor: Int32) {
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        bytes = bytes.dropFirst(written)
+    }
+}

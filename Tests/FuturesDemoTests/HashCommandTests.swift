@@ -1,0 +1,248 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `futures-demo hash`, run as a subprocess on files the tests make, and checked against
+/// `sha256sum`.
+@Suite(.timeLimit(.minutes(2))) struct HashCommandTests {
+    @Test(arguments: [1, 3])
+    func printsWhatSha256sumPrintsForATreeOfManySizes(jobs: Int) throws {
+        let folder = try TemporaryFolder()
+        try folder.makeTree()
+        let ours = try run(["hash", "--jobs", "\(jobs)", "data"], in: folder)
+        let theirs = try shell("find data -type f | LC_ALL=C sort | xargs -d '\\n' sha256sum", in: folder)
+        #expect(ours.status == 0)
+        #expect(ours.error == "")
+        #expect(ours.output == theirs)
+        #expect(ours.output.split(separator: "\n").count == TemporaryFolder.treeFileCount)
+    }
+
+    @Test func pathsComeInTheOrderGivenJoinedWithTheFilesInside() throws {
+        let folder = try TemporaryFolder()
+        try folder.makeTree()
+        let ours = try run(["hash", "data/sub/", "data/one"], in: folder)
+        let theirs = try shell("find data/sub/ -type f | LC_ALL=C sort | xargs -d '\\n' sha256sum; sha256sum data/one", in: folder)
+        #expect(ours.output == theirs)
+        #expect(ours.output.contains("  data/sub/deeper/z\n"))
+    }
+
+    @Test func aMissingPathIsReportedAndTheOthersGoOn() throws {
+        let folder = try TemporaryFolder()
+        try folder.makeTree()
+        try FileManager.default.createSymbolicLink(atPath: folder.path("dangling"), withDestinationPath: "nowhere")
+        let ours = try run(["hash", "missing", "data/one", "dangling"], in: folder)
+        #expect(ours.status == 1)
+        #expect(ours.output == (try shell("sha256sum data/one", in: folder)))
+        #expect(ours.error.contains("futures-demo: missing: No such file or directory\n"))
+        #expect(ours.error.contains("futures-demo: dangling: No such file or directory\n"))
+    }
+
+    @Test(.disabled(if: getuid() == 0, "root reads every file"))
+    func anUnreadableFileIsReportedAndTheOthersGoOn() throws {
+        let folder = try TemporaryFolder()
+        try folder.makeTree()
+        chmod(folder.path("data/one"), 0)
+        let ours = try run(["hash", "data"], in: folder)
+        #expect(ours.status == 1)
+        #expect(ours.error.contains("futures-demo: data/one: Permission denied\n"))
+        #expect(ours.output.split(separator: "\n").count == TemporaryFolder.treeFileCount - 1)
+    }
+
+    @Test func aFileThatTakesLongerThanTheTimeoutFailsAndTheOthersGoOn() throws {
+        let folder = try TemporaryFolder()
+        try folder.makeTree()
+        try folder.makeSparseFile("huge.img", size: 40 << 30)
+        let ours = try run(["hash", "--timeout", "0.3", "huge.img", "data/one"], in: folder)
+        #expect(ours.status == 1)
+        #expect(ours.error == "futures-demo: huge.img: timed out after 0.3 s\n")
+        #expect(ours.output == (try shell("sha256sum data/one", in: folder)))
+    }
+
+    @Test func ctrlCCancelsEverythingAndExitsWith130() throws {
+        let folder = try TemporaryFolder()
+        try folder.makeTree()
+        try folder.makeSparseFile("huge.img", size: 40 << 30)
+        let process = Process()
+        process.executableURL = demo
+        process.currentDirectoryURL = folder.url
+        process.arguments = ["hash", "--jobs", "1", "data/one", "huge.img", "data"]
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        // The first line is out: the second file is being read, the rest are queued.
+        var first = Data()
+        while !first.contains(UInt8(ascii: "\n")) {
+            let more = output.fileHandleForReading.availableData
+            if more.isEmpty { break }
+            first += more
+        }
+        let interrupted = ContinuousClock.now
+        process.interrupt()
+        process.waitUntilExit()
+        let waited = interrupted.duration(to: .now)
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        let message = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 130)
+        #expect(waited < .milliseconds(500), "exited \(waited) after SIGINT")
+        // Exactly one whole line reached stdout, and nothing after it.
+        #expect(String(decoding: first + rest, as: UTF8.self) == (try shell("sha256sum data/one", in: folder)))
+        #expect(message.contains("futures-demo: interrupted: 1 of \(TemporaryFolder.treeFileCount + 2) files hashed, the rest cancelled"))
+    }
+
+    @Test func drawsAProgressBarOnATerminalAtMostTenTimesASecond() throws {
+        let folder = try TemporaryFolder()
+        try folder.makeTree()
+        try folder.makeSparseFile("big.img", size: 256 << 20)
+        // `script` runs the command in a pseudo-terminal and copies what it writes.
+        let started = ContinuousClock.now
+        let recorded = try shell("script -qfec '\(demo.path) hash --jobs 2 big.img data' /dev/null", in: folder)
+        let elapsed = started.duration(to: .now)
+        let frames = recorded.components(separatedBy: "\r\u{1B}[K[").count - 1
+        #expect(frames >= 1)
+        #expect(Double(frames) <= elapsed / .milliseconds(100) + 2, "\(frames) frames in \(elapsed)")
+        #expect(recorded.contains("% "))
+        #expect(recorded.contains(" files "))
+        // The bar is erased before each line, so every checksum line is whole.
+        #expect(recorded.contains("  data/sub/deeper/z\r\n"))
+        // Without a terminal there is no bar at all.
+        let piped = try run(["hash", "big.img"], in: folder)
+        #expect(piped.error == "")
+    }
+
+    @Test func badArgumentsExitWith2AndShowTheUsage() throws {
+        let folder = try TemporaryFolder()
+        for arguments in [["hash"], ["hash", "--jobs", "0", "x"], ["hash", "--timeout", "0", "x"], ["hash", "--frobnicate", "x"]] {
+            let ours = try run(arguments, in: folder)
+            #expect(ours.status == 2, "\(arguments)")
+            #expect(ours.error.contains("Usage: futures-demo hash"), "\(arguments)")
+            #expect(ours.output == "")
+        }
+    }
+
+    @Test func helpDocumentsTheCommand() throws {
+        let help = try run(["hash", "--help"], in: try TemporaryFolder())
+        #expect(help.status == 0)
+        for text in ["--jobs", "--timeout", "sha256sum", "Ctrl-C", "130", "2 for bad arguments"] {
+            #expect(help.output.contains(text), "\(text)")
+        }
+    }
+
+    @Test func theTourIsTheDefault() throws {
+        let tour = try run([], in: try TemporaryFolder())
+        #expect(tour.status == 0)
+        #expect(tour.output.contains("4. Done: Ada Lovelace's picture"))
+    }
+}
+
+// MARK: - Running the demo
+
+/// The `futures-demo` built with the tests.
+var demo: URL {
+    #if canImport(Darwin)
+    if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
+        return bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("futures-demo")
+    }
+    #endif
+    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("futures-demo")
+}
+
+struct Run {
+    var status: Int32
+    var output: String
+    var error: String
+}
+
+func run(_ arguments: [String], in folder: TemporaryFolder) throws -> Run {
+    try launch(demo, arguments, in: folder)
+}
+
+/// Runs `command` with `sh -c` in `folder` and returns its standard output.
+func shell(_ command: String, in folder: TemporaryFolder) throws -> String {
+    try launch(URL(fileURLWithPath: "/bin/sh"), ["-c", command], in: folder).output
+}
+
+private func launch(_ executable: URL, _ arguments: [String], in folder: TemporaryFolder) throws -> Run {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.currentDirectoryURL = folder.url
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    // Read both pipes to the end before waiting, so that a full pipe never blocks the child.
+    let errorText = Recorded()
+    let readError = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        errorText.data = error.fileHandleForReading.readDataToEndOfFile()
+        readError.signal()
+    }
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    readError.wait()
+    return Run(
+        status: process.terminationStatus,
+        output: String(decoding: outputData, as: UTF8.self),
+        error: String(decoding: errorText.data, as: UTF8.self)
+    )
+}
+
+final class Recorded: @unchecked Sendable {
+    // Safety: written by the reader thread before it signals the semaphore the launching thread
+    // waits on; read only after that wait.
+    var data = Data()
+}
+
+/// A folder of its own in the temporary directory, removed when the test ends.
+final class TemporaryFolder {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("futures-demo-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    func path(_ relative: String) -> String { url.appendingPathComponent(relative).path }
+
+    /// Files of many sizes, from empty to several megabytes, some in nested folders, one with a
+    /// space and one with a backslash in its name (which sha256sum escapes), and a symbolic link
+    /// (which `find -type f` leaves out).
+    static let treeSizes: [(String, Int)] = [
+        ("data/empty", 0), ("data/one", 1), ("data/short", 55), ("data/block", 64),
+        ("data/sub/page-1", 4095), ("data/sub/page", 4096), ("data/sub/A space", 65_537),
+        ("data/sub/deeper/z", 1 << 20), ("data/sub/deeper/a", (1 << 20) + 1),
+        ("data/b/several-mb", 3_500_000), ("data/back\\slash", 10),
+    ]
+    static var treeFileCount: Int { treeSizes.count }
+
+    func makeTree() throws {
+        let random = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/urandom"))
+        defer { try? random.close() }
+        for (name, size) in Self.treeSizes {
+            let file = url.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try (random.readData(ofLength: size)).write(to: file)
+        }
+        try FileManager.default.createSymbolicLink(atPath: path("data/sub/link"), withDestinationPath: "../one")
+    }
+
+    /// A file of `size` bytes that takes no room on disk (all zeros, read back very fast but not
+    /// instantly).
+    func makeSparseFile(_ name: String, size: UInt64) throws {
+        _ = FileManager.default.createFile(atPath: path(name), contents: nil)
+        let handle = try FileHandle(forWritingTo: url.appendingPathComponent(name))
+        try handle.truncate(atOffset: size)
+        try handle.close()
+    }
+}
