@@ -61,6 +61,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Helpers shared by the test targets (a thread-safe recorder).
+        .target(name: "FuturesTestHelpers", path: "Tests/FuturesTestHelpers"),
         // Heap statistics for the tests that check nothing stays allocated (malloc's own counters).
         .target(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
         // Runs one scenario in a process of its own and prints the heap each iteration kept.
@@ -75,7 +77,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FuturesTests",
-            dependencies: ["Futures", "FuturesTestSupport", "futures-leakcheck"]
+            dependencies: ["Futures", "FuturesTestSupport", "FuturesTestHelpers", "futures-leakcheck"]
         ),
         // Runs the built `futures-demo` as a subprocess.
         .testTarget(name: "FuturesDemoTests", dependencies: ["futures-demo"]),
@@ -83,6 +85,7 @@ let package = Package(
             name: "FuturesNIOTests",
             dependencies: [
                 "FuturesNIO",
+                "FuturesTestHelpers",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -91,6 +94,7 @@ let package = Package(
             name: "FuturesCombineTests",
             dependencies: [
                 "FuturesCombine",
+                "FuturesTestHelpers",
                 .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: withoutCombine)),
             ]
         ),
@@ -99,6 +103,7 @@ let package = Package(
             dependencies: [
                 "FuturesURLSession",
                 "FuturesTestSupport",
+                "FuturesTestHelpers",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,28 +1,12 @@
 import Foundation
+import FuturesTestHelpers
 import Futures
 import FuturesNIO
 import NIOCore
 import NIOPosix
 import Testing
 
-/// A thread-safe list that callbacks append to.
-final class Recorder<Element: Sendable>: @unchecked Sendable {
-    // Safety: `items` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var items: [Element] = []
-
-    func append(_ item: Element) {
-        lock.lock()
-        items.append(item)
-        lock.unlock()
-    }
-
-    var all: [Element] {
-        lock.lock()
-        defer { lock.unlock() }
-        return items
-    }
-}
+typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
 struct Boom: Error, Equatable {}
 

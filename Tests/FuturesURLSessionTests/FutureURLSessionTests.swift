@@ -1,4 +1,5 @@
 import Foundation
+import FuturesTestHelpers
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -6,24 +7,7 @@ import Futures
 import FuturesURLSession
 import Testing
 
-/// A thread-safe list that callbacks append to.
-final class Recorder<Element: Sendable>: @unchecked Sendable {
-    // Safety: `items` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var items: [Element] = []
-
-    func append(_ item: Element) {
-        lock.lock()
-        items.append(item)
-        lock.unlock()
-    }
-
-    var all: [Element] {
-        lock.lock()
-        defer { lock.unlock() }
-        return items
-    }
-}
+typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
 /// Every test starts its own server on 127.0.0.1 and its own session.
 @Suite(.timeLimit(.minutes(1))) struct FutureURLSessionTests {

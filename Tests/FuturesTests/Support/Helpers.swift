@@ -1,4 +1,5 @@
 import Foundation
+import FuturesTestHelpers
 @testable import Futures
 
 #if canImport(Glibc)
@@ -13,26 +14,8 @@ final class Probe: Sendable {
     init(_ id: Int = 0) { self.id = id }
 }
 
-/// A thread-safe list that callbacks append to.
-final class Recorder<Element: Sendable>: @unchecked Sendable {
-    // Safety: `items` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var items: [Element] = []
-
-    func append(_ item: Element) {
-        lock.lock()
-        items.append(item)
-        lock.unlock()
-    }
-
-    var all: [Element] {
-        lock.lock()
-        defer { lock.unlock() }
-        return items
-    }
-
-    var count: Int { all.count }
-}
+/// A thread-safe list that callbacks append to (shared by every test target).
+typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
 /// A counter several threads increment.
 final class Counter: @unchecked Sendable {
