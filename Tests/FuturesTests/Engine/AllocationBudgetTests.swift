@@ -37,9 +37,10 @@ struct AllocationBudgetTests {
         // An EventLoopFuture into a Future and back, the NIO promise included (one `flatMap`: 7, 360).
         Budget(scenario: "nio-round-trip", allocations: 8, bytes: 544),
         // A subscription to a completed future's publisher (Combine's own `Future`: 13, 625).
-        Budget(scenario: "combine-publisher", allocations: 14, bytes: 825),
-        // The first value of a two-value sequence publisher (Combine's `first()`: 9, 416).
-        Budget(scenario: "combine-first-value", allocations: 14, bytes: 936),
+        Budget(scenario: "combine-publisher", allocations: 14, bytes: 832),
+        // The first value of a two-value sequence publisher (Combine's `first()`: 9, 416); the
+        // cancel handler's weak reference to the subscriber costs a side table.
+        Budget(scenario: "combine-first-value", allocations: 16, bytes: 992),
     ])
     func operationsStayWithinTheirAllocationBudgets(budget: Budget) throws {
         guard let (allocations, bytes) = try allocationsPerOperation(budget.scenario) else { return }
