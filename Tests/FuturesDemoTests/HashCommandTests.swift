@@ -15,7 +15,7 @@ import Darwin
         let folder = try TemporaryFolder()
         try folder.makeTree()
         let ours = try run(["hash", "--jobs", "\(jobs)", "data"], in: folder)
-        let theirs = try shell("find data -type f | LC_ALL=C sort | xargs -d '\\n' sha256sum", in: folder)
+        let theirs = try shell("find data -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum", in: folder)
         #expect(ours.status == 0)
         #expect(ours.error == "")
         #expect(ours.output == theirs)
@@ -57,9 +57,11 @@ import Darwin
         let folder = try TemporaryFolder()
         try folder.makeTree()
         try folder.makeSparseFile("huge.img", size: 40 << 30)
-        let ours = try run(["hash", "--timeout", "0.3", "huge.img", "data/one"], in: folder)
+        try folder.makeSparseFile("huge2.img", size: 40 << 30)
+        // As many huge files as jobs (two), so that every job is busy while the timers fire.
+        let ours = try run(["hash", "--jobs", "2", "--timeout", "0.3", "huge.img", "huge2.img", "data/one"], in: folder)
         #expect(ours.status == 1)
-        #expect(ours.error == "futures-demo: huge.img: timed out after 0.3 s\n")
+        #expect(ours.error == "futures-demo: huge.img: timed out after 0.3 s\nfutures-demo: huge2.img: timed out after 0.3 s\n")
         #expect(ours.output == (try shell("sha256sum data/one", in: folder)))
     }
 
@@ -67,10 +69,12 @@ import Darwin
         let folder = try TemporaryFolder()
         try folder.makeTree()
         try folder.makeSparseFile("huge.img", size: 40 << 30)
+        try folder.makeSparseFile("huge2.img", size: 40 << 30)
         let process = Process()
         process.executableURL = demo
         process.currentDirectoryURL = folder.url
-        process.arguments = ["hash", "--jobs", "1", "data/one", "huge.img", "data"]
+        // The default number of jobs: the huge files keep every job busy while Ctrl-C arrives.
+        process.arguments = ["hash", "data/one", "huge.img", "huge2.img", "data"]
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output
@@ -94,7 +98,7 @@ import Darwin
         #expect(waited < .milliseconds(500), "exited \(waited) after SIGINT")
         // Exactly one whole line reached stdout, and nothing after it.
         #expect(String(decoding: first + rest, as: UTF8.self) == (try shell("sha256sum data/one", in: folder)))
-        #expect(message.contains("futures-demo: interrupted: 1 of \(TemporaryFolder.treeFileCount + 2) files hashed, the rest cancelled"))
+        #expect(message.contains("futures-demo: interrupted: 1 of \(TemporaryFolder.treeFileCount + 3) files hashed, the rest cancelled"))
     }
 
     @Test func drawsAProgressBarOnATerminalAtMostTenTimesASecond() throws {
@@ -117,9 +121,20 @@ import Darwin
         #expect(piped.error == "")
     }
 
+    @Test func aWriteErrorIsReportedWithStatus1() throws {
+        let folder = try TemporaryFolder()
+        try folder.makeTree()
+        let full = try shell("\(demo.path) hash data/one 2>&1 >/dev/full; echo \"status $?\"", in: folder)
+        #expect(full == "futures-demo: write error: No space left on device\nstatus 1\n")
+    }
+
     @Test func badArgumentsExitWith2AndShowTheUsage() throws {
         let folder = try TemporaryFolder()
-        for arguments in [["hash"], ["hash", "--jobs", "0", "x"], ["hash", "--timeout", "0", "x"], ["hash", "--frobnicate", "x"]] {
+        let bad = [
+            ["hash"], ["hash", "--jobs", "0", "x"], ["hash", "--timeout", "0", "x"], ["hash", "--timeout", "1e16", "x"],
+            ["hash", "--timeout", "soon", "x"], ["hash", "--frobnicate", "x"],
+        ]
+        for arguments in bad {
             let ours = try run(arguments, in: folder)
             #expect(ours.status == 2, "\(arguments)")
             #expect(ours.error.contains("Usage: futures-demo hash"), "\(arguments)")
@@ -223,6 +238,10 @@ final class TemporaryFolder {
         ("data/sub/page-1", 4095), ("data/sub/page", 4096), ("data/sub/A space", 65_537),
         ("data/sub/deeper/z", 1 << 20), ("data/sub/deeper/a", (1 << 20) + 1),
         ("data/b/several-mb", 3_500_000), ("data/back\\slash", 10),
+        // Names sha256sum escapes: a carriage return, a CR LF pair (one Swift character), a newline,
+        // and a backslash before a combining accent (one character too).
+        ("data/odd/cr\rname", 3), ("data/odd/crlf\r\nname", 4), ("data/odd/new\nline", 5),
+        ("data/odd/accent\\\u{301}", 6), ("data/odd/caf\u{E9}", 7),
     ]
     static var treeFileCount: Int { treeSizes.count }
 

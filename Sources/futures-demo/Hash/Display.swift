@@ -89,11 +89,12 @@ final class Display: @unchecked Sendable {
         }
     }
 
-    /// Writes a checksum line (ending in a newline) to stdout in one piece.
-    func line(_ text: String) {
+    /// Writes a checksum line (ending in a newline) to stdout in one piece; `false` if it could
+    /// not be written (`errno` says why).
+    func line(_ text: String) -> Bool {
         queue.sync {
             eraseBar()
-            write(text, to: STDOUT_FILENO)
+            return write(text, to: STDOUT_FILENO)
         }
     }
 
@@ -113,7 +114,10 @@ final class Display: @unchecked Sendable {
     }
 
     private func drawBar() {
-        let bar = Self.bar(meter: meter, width: 24)
+        // Cut to the terminal's width: a line that wraps would not be erased by the next one.
+        var size = winsize()
+        let columns = ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 80
+        let bar = String(Self.bar(meter: meter, width: 24).prefix(columns - 1))
         guard bar != lastBar else { return }
         write("\r\u{1B}[K" + bar, to: STDERR_FILENO)
         barShown = true
@@ -123,7 +127,8 @@ final class Display: @unchecked Sendable {
     /// `[#########...............]  37%  1.2 GB of 3.4 GB  12/40 files  350 MB/s  0:07 left`
     static func bar(meter: Meter, width: Int) -> String {
         let (bytes, files) = meter.snapshot
-        let fraction = meter.totalBytes > 0 ? Double(bytes) / Double(meter.totalBytes) : Double(files) / Double(max(meter.totalFiles, 1))
+        // At most 1: a file can grow while it is read.
+        let fraction = min(1, meter.totalBytes > 0 ? Double(bytes) / Double(meter.totalBytes) : Double(files) / Double(max(meter.totalFiles, 1)))
         let filled = min(width, Int(fraction * Double(width)))
         let elapsed = meter.started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -152,15 +157,18 @@ final class Display: @unchecked Sendable {
     }
 }
 
-/// Writes all of `text` to `descriptor` (a write may be cut short by a signal or a full pipe).
-func write(_ text: String, to descriptor: Int32) {
+/// Writes all of `text` to `descriptor` (a write may be cut short by a signal or a full pipe);
+/// `false` on an error, which `errno` then names.
+@discardableResult
+func write(_ text: String, to descriptor: Int32) -> Bool {
     var bytes = Array(text.utf8)[...]
     while !bytes.isEmpty {
         let written = bytes.withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
         if written < 0 {
             if errno == EINTR { continue }
-            return
+            return false
         }
         bytes = bytes.dropFirst(written)
     }
+    return true
 }

@@ -67,12 +67,20 @@ enum FileList {
     }
 }
 
-/// A line as `sha256sum` prints it: a name with a backslash or a newline is escaped, and the line
-/// then starts with a backslash.
+/// A line as `sha256sum` prints it: a name with a backslash, a newline or a carriage return is
+/// escaped, and the line then starts with a backslash. (Scalars, not characters: "\r\n" is one
+/// character, and so is a backslash followed by a combining accent.)
 func checksumLine(hex: String, name: String) -> String {
-    guard name.contains(where: { $0 == "\\" || $0 == "\n" || $0 == "\r" }) else { return "\(hex)  \(name)\n" }
-    let escaped = name.replacingOccurrences(of: "\\", with: "\\\\")
-        .replacingOccurrences(of: "\n", with: "\\n")
-        .replacingOccurrences(of: "\r", with: "\\r")
-    return "\\\(hex)  \(escaped)\n"
+    let scalars = name.unicodeScalars
+    guard scalars.contains(where: { $0 == "\\" || $0 == "\n" || $0 == "\r" }) else { return "\(hex)  \(name)\n" }
+    var escaped = String.UnicodeScalarView()
+    for scalar in scalars {
+        switch scalar {
+        case "\\": escaped.append(contentsOf: "\\\\".unicodeScalars)
+        case "\n": escaped.append(contentsOf: "\\n".unicodeScalars)
+        case "\r": escaped.append(contentsOf: "\\r".unicodeScalars)
+        default: escaped.append(scalar)
+        }
+    }
+    return "\\\(hex)  \(String(escaped))\n"
 }

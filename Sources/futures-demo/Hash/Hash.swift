@@ -34,8 +34,8 @@ struct Hash: AsyncParsableCommand {
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("Give at least one file or directory.") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1.") }
-        if let timeout, !(timeout > 0 && timeout.isFinite) {
-            throw ValidationError("--timeout must be a positive number of seconds.")
+        if let timeout, !(timeout > 0 && timeout <= 1e9) {
+            throw ValidationError("--timeout must be a number of seconds above 0 and at most 1e9.")
         }
     }
 

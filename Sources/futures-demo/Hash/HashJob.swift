@@ -11,30 +11,35 @@ import Darwin
 ///
 /// Every file becomes a future from a `FutureQueue` that runs `jobs` at a time; each is cancellable
 /// by one `CancellationSource`, which Ctrl-C fires. The lines are printed in input order as the
-/// futures complete, so a file that finishes early waits for the ones before it.
+/// futures complete, so a file that finishes early waits for the ones before it. Futures are made
+/// only a few `jobs` ahead of the line being printed, so a run over many files keeps little.
 struct HashJob {
     let paths: [String]
     let jobs: Int
     let timeout: Duration?
 
     func run() async -> Int32 {
+        let stop = CancellationSource()
+        // Listening for Ctrl-C first: from here on it cancels the run instead of killing it.
+        let interrupt = Interrupt { _ = stop.cancel() }
+        defer { interrupt.end() }
+
         let inputs = FileList.inputs(of: paths)
+        let fileCount = inputs.reduce(0) { count, input in if case .file = input { count + 1 } else { count } }
         let meter = Meter(totalBytes: inputs.reduce(0) { total, input in
             if case .file(_, _, let size) = input { total + size } else { total }
         }, totalFiles: inputs.count)
         let display = Display(meter: meter, showsBar: isatty(STDERR_FILENO) != 0)
-
-        let stop = CancellationSource()
-        let interrupt = Interrupt { _ = stop.cancel() }
         let queue = FutureQueue(maxConcurrent: jobs)
         let timeout = self.timeout
-        let hashes: [Future<String>?] = inputs.map { input in
+
+        func hash(_ input: HashInput) -> Future<String>? {
             guard case .file(_, let path, let size) = input else { return nil }
             return queue.add {
                 // Nothing queued starts once the run is cancelled (the queue may be starting this
                 // one as the cancellation reaches it).
                 if stop.token.isCancelled { return .cancelled }
-                let hash = sha256(ofFileAt: path, size: size) { meter.add(bytes: $0) }
+                let hash = sha256(ofFileAt: path) { meter.add(bytes: $0) }
                 guard let timeout else { return hash }
                 return hash.timeout(after: timeout)
             }
@@ -42,18 +47,40 @@ struct HashJob {
             .always(on: .immediate) { _ in meter.fileDone(size: size) }
         }
 
-        display.start()
+        let window = max(2 * jobs, 16)
+        var pending: [Int: Future<String>] = [:]
+        var scheduledUpTo = 0
         var failed = 0
         var hashed = 0
-        for (input, hash) in zip(inputs, hashes) {
-            guard let hash else {
+
+        func interrupted() -> Int32 {
+            display.stop()
+            display.error("interrupted: \(hashed) of \(fileCount) files hashed, the rest cancelled")
+            return 130
+        }
+
+        display.start()
+        for (index, input) in inputs.enumerated() {
+            while scheduledUpTo < min(inputs.count, index + window) {
+                pending[scheduledUpTo] = hash(inputs[scheduledUpTo])
+                scheduledUpTo += 1
+            }
+            if stop.token.isCancelled { return interrupted() }
+            guard let future = pending.removeValue(forKey: index) else {
                 display.error("\(input.display): \(input.reason)")
                 failed += 1
                 continue
             }
-            switch await hash.result {
+            // A future that is complete already is read without suspending.
+            let outcome: Outcome<String>
+            if let done = future.outcome { outcome = done } else { outcome = await future.result }
+            switch outcome {
             case .success(let hex):
-                display.line(checksumLine(hex: hex, name: input.display))
+                guard display.line(checksumLine(hex: hex, name: input.display)) else {
+                    display.stop()
+                    display.error("write error: \(String(cString: strerror(errno)))")
+                    return 1
+                }
                 hashed += 1
             case .failure(FutureError.timedOut):
                 display.error("\(input.display): timed out after \(timeoutText)")
@@ -62,16 +89,11 @@ struct HashJob {
                 display.error("\(input.display): \(error)")
                 failed += 1
             case .cancelled:
-                // Only Ctrl-C cancels: stop printing at once.
-                let files = inputs.filter { if case .file = $0 { true } else { false } }.count
-                display.stop()
-                display.error("interrupted: \(hashed) of \(files) files hashed, the rest cancelled")
-                interrupt.end()
-                return 130
+                // Only Ctrl-C cancels.
+                return interrupted()
             }
         }
         display.stop()
-        interrupt.end()
         return failed == 0 ? 0 : 1
     }
 
@@ -89,21 +111,37 @@ extension HashInput {
     }
 }
 
-/// Calls `handler` once on the first SIGINT (Ctrl-C), on a background queue, instead of ending the
-/// process.
+/// Calls `handler` on the first SIGINT (Ctrl-C) instead of ending the process, on a queue of its
+/// own (not the shared pool, which busy hashing may fill). Should the run not end within a quarter
+/// of a second after that (it is blocked writing to a pipe nobody reads), the process exits with
+/// status 130 on its own. If SIGINT was ignored when the tool started, it stays ignored.
 final class Interrupt: @unchecked Sendable {
     // Safety: `source` is set once in `init`; a dispatch source may be used from any thread.
-    private let source: any DispatchSourceSignal
+    // `ended` is only touched on `queue`.
+    private var source: (any DispatchSourceSignal)?
+    private var ended = false
+    private let queue = DispatchQueue(label: "futures-demo.interrupt")
 
     init(_ handler: @escaping @Sendable () -> Void) {
-        signal(SIGINT, SIG_IGN)
-        source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler(handler: handler)
+        let previous = signal(SIGINT, SIG_IGN)
+        guard unsafeBitCast(previous, to: Int.self) != unsafeBitCast(SIG_IGN, to: Int.self) else { return }
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: queue)
+        source.setEventHandler { [self] in
+            handler()
+            queue.asyncAfter(deadline: .now() + .milliseconds(250)) { [self] in
+                guard !ended else { return }
+                write("futures-demo: interrupted\n", to: STDERR_FILENO)
+                _exit(130)
+            }
+        }
         source.resume()
+        self.source = source
     }
 
     /// Stops listening; a later SIGINT ends the process as usual.
     func end() {
+        guard let source else { return }
+        queue.sync { ended = true }
         source.cancel()
         signal(SIGINT, SIG_DFL)
     }
