@@ -18,7 +18,7 @@ struct Hash: AsyncParsableCommand {
             everything at once: files being read stop between chunks, queued ones never start.
 
             Exit status: 0 if every file was hashed, 1 if any failed, 2 for bad arguments, 130 when \
-            interrupted.
+            interrupted. File names must be valid UTF-8: one that is not is reported as not found.
             """
     )
 
