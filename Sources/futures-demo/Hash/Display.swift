@@ -10,7 +10,7 @@ private let systemWrite = Darwin.write
 
 /// Counts the bytes and files done, from any thread.
 final class Meter: @unchecked Sendable {
-    // Safety: `bytes` and `files` are only touched while holding `lock`.
+    // Safety: `bytes`, `files` and `finishedSizes` are only touched while holding `lock`.
     private let lock = NSLock()
     private var bytes: Int64 = 0
     private var files = 0
@@ -58,7 +58,7 @@ final class Meter: @unchecked Sendable {
 /// Everything is written on one serial queue, so a line never lands in the middle of the bar: the
 /// bar is erased before a line or a message is written and drawn again on the next tick.
 final class Display: @unchecked Sendable {
-    // Safety: `barShown` and `lastBar` are only touched on `queue`.
+    // Safety: `timer`, `barShown` and `lastBar` are only touched on `queue`.
     private let queue = DispatchQueue(label: "futures-demo.display")
     private let meter: Meter
     private let showsBar: Bool
@@ -89,12 +89,12 @@ final class Display: @unchecked Sendable {
         }
     }
 
-    /// Writes a checksum line (ending in a newline) to stdout in one piece; `false` if it could
-    /// not be written (`errno` says why).
-    func line(_ text: String) -> Bool {
+    /// Writes a checksum line (ending in a newline) to stdout in one piece; the `errno` of a write
+    /// that failed, else `nil`.
+    func line(_ text: String) -> Int32? {
         queue.sync {
             eraseBar()
-            return write(text, to: STDOUT_FILENO)
+            return write(text, to: STDOUT_FILENO) ? nil : errno
         }
     }
 

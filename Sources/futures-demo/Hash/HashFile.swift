@@ -43,8 +43,9 @@ final class FileDigest: @unchecked Sendable {
     init(path: String, counted: @escaping @Sendable (Int) -> Void) throws {
         descriptor = open(path, O_RDONLY)
         guard descriptor >= 0 else {
+            let reason = String(cString: strerror(errno))
             buffer.deallocate()
-            throw HashFailure(description: String(cString: strerror(errno)))
+            throw HashFailure(description: reason)
         }
         self.counted = counted
     }

@@ -28,7 +28,7 @@ struct HashJob {
         let fileCount = inputs.reduce(0) { count, input in if case .file = input { count + 1 } else { count } }
         let meter = Meter(totalBytes: inputs.reduce(0) { total, input in
             if case .file(_, _, let size) = input { total + size } else { total }
-        }, totalFiles: inputs.count)
+        }, totalFiles: fileCount)
         let display = Display(meter: meter, showsBar: isatty(STDERR_FILENO) != 0)
         let queue = FutureQueue(maxConcurrent: jobs)
         let timeout = self.timeout
@@ -54,6 +54,7 @@ struct HashJob {
         var hashed = 0
 
         func interrupted() -> Int32 {
+            interrupt.end()  // before the message, so that the backstop does not print one too
             display.stop()
             display.error("interrupted: \(hashed) of \(fileCount) files hashed, the rest cancelled")
             return 130
@@ -76,9 +77,9 @@ struct HashJob {
             if let done = future.outcome { outcome = done } else { outcome = await future.result }
             switch outcome {
             case .success(let hex):
-                guard display.line(checksumLine(hex: hex, name: input.display)) else {
+                if let error = display.line(checksumLine(hex: hex, name: input.display)) {
                     display.stop()
-                    display.error("write error: \(String(cString: strerror(errno)))")
+                    display.error("write error: \(String(cString: strerror(error)))")
                     return 1
                 }
                 hashed += 1
@@ -114,7 +115,9 @@ extension HashInput {
 /// Calls `handler` on the first SIGINT (Ctrl-C) instead of ending the process, on a queue of its
 /// own (not the shared pool, which busy hashing may fill). Should the run not end within a quarter
 /// of a second after that (it is blocked writing to a pipe nobody reads), the process exits with
-/// status 130 on its own. If SIGINT was ignored when the tool started, it stays ignored.
+/// status 130 on its own; a blocked write of a line up to 4,096 bytes (`PIPE_BUF`) has written
+/// nothing, so no partial line is left. If SIGINT was ignored when the tool started, it stays
+/// ignored.
 final class Interrupt: @unchecked Sendable {
     // Safety: `source` is set once in `init`; a dispatch source may be used from any thread.
     // `ended` is only touched on `queue`.
@@ -130,7 +133,10 @@ final class Interrupt: @unchecked Sendable {
             handler()
             queue.asyncAfter(deadline: .now() + .milliseconds(250)) { [self] in
                 guard !ended else { return }
-                write("futures-demo: interrupted\n", to: STDERR_FILENO)
+                // The message only if stderr can take it now: it may be the full pipe that stopped
+                // the run, and the exit must not wait for it.
+                var pollable = pollfd(fd: STDERR_FILENO, events: Int16(POLLOUT), revents: 0)
+                if poll(&pollable, 1, 0) == 1 { write("futures-demo: interrupted\n", to: STDERR_FILENO) }
                 _exit(130)
             }
         }
@@ -138,10 +144,9 @@ final class Interrupt: @unchecked Sendable {
         self.source = source
     }
 
-    /// Stops listening; a later SIGINT ends the process as usual.
+    /// Stops listening, once; a later SIGINT ends the process as usual.
     func end() {
-        guard let source else { return }
-        queue.sync { ended = true }
+        guard let source, queue.sync(execute: { defer { ended = true }; return !ended }) else { return }
         source.cancel()
         signal(SIGINT, SIG_DFL)
     }
