@@ -95,7 +95,9 @@ import Darwin
         let message = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 130)
-        #expect(waited < .milliseconds(500), "exited \(waited) after SIGINT")
+        // ThreadSanitizer delivers a signal only when the thread it lands on next calls into its
+        // runtime, which a busy instrumented loop may not do for a while: there the bound is looser.
+        #expect(waited < (underThreadSanitizer ? .seconds(5) : .milliseconds(500)), "exited \(waited) after SIGINT")
         // Exactly one whole line reached stdout, and nothing after it.
         #expect(String(decoding: first + rest, as: UTF8.self) == (try shell("sha256sum data/one", in: folder)))
         #expect(message.contains("futures-demo: interrupted: 1 of \(TemporaryFolder.treeFileCount + 3) files hashed, the rest cancelled"))
@@ -158,6 +160,16 @@ import Darwin
 }
 
 // MARK: - Running the demo
+
+/// Whether these tests (and so the demo built with them) run under ThreadSanitizer.
+let underThreadSanitizer: Bool = {
+    #if canImport(Darwin)
+    let everywhere = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
+    #else
+    let everywhere: UnsafeMutableRawPointer? = nil  // RTLD_DEFAULT
+    #endif
+    return dlsym(everywhere, "__tsan_init") != nil
+}()
 
 /// The `futures-demo` built with the tests.
 var demo: URL {
