@@ -34,16 +34,12 @@ final class Meter: @unchecked Sendable {
     func fileDone(size: Int64) {
         lock.lock()
         files += 1
-        bytes = min(totalBytes, max(bytes, doneBytesOfFinishedFiles(adding: size)))
+        finishedSizes += size
+        bytes = min(totalBytes, max(bytes, finishedSizes))
         lock.unlock()
     }
 
     private var finishedSizes: Int64 = 0
-
-    private func doneBytesOfFinishedFiles(adding size: Int64) -> Int64 {
-        finishedSizes += size
-        return finishedSizes
-    }
 
     var snapshot: (bytes: Int64, files: Int) {
         lock.lock()
@@ -131,7 +127,7 @@ final class Display: @unchecked Sendable {
         let fraction = min(1, meter.totalBytes > 0 ? Double(bytes) / Double(meter.totalBytes) : Double(files) / Double(max(meter.totalFiles, 1)))
         let filled = min(width, Int(fraction * Double(width)))
         let elapsed = meter.started.duration(to: .now)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         let rate = seconds > 0 ? Double(bytes) / seconds : 0
         var text = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "]"
         text += String(format: " %3d%%", Int(fraction * 100))
@@ -171,4 +167,9 @@ func write(_ text: String, to descriptor: Int32) -> Bool {
         bytes = bytes.dropFirst(written)
     }
     return true
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -73,9 +73,7 @@ struct HashJob {
                 continue
             }
             // A future that is complete already is read without suspending.
-            let outcome: Outcome<String>
-            if let done = future.outcome { outcome = done } else { outcome = await future.result }
-            switch outcome {
+            switch await future.result {
             case .success(let hex):
                 if let error = display.line(checksumLine(hex: hex, name: input.display)) {
                     display.stop()
@@ -100,8 +98,7 @@ struct HashJob {
 
     private var timeoutText: String {
         guard let timeout else { return "" }
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        return "\(seconds.formatted()) s"
+        return "\(timeout.inSeconds.formatted()) s"
     }
 }
 
