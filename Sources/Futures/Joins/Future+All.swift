@@ -161,8 +161,11 @@ extension Future {
             if state.registered(index) {
                 // The join was decided (by a member that was complete already, or completed on
                 // another thread) and withdrew from the members registered before this one: this
-                // one leaves too, and the rest are not needed.
+                // one leaves too, and each later one counts as a consumer that withdrew as it
+                // arrived, so a loser is cancelled if nothing else needs it, however early the
+                // winner completed.
                 Cancellation.withdraw(from: member.storage, key: state.key(of: index))
+                for later in members[(index + 1)...] { Cancellation.withdraw(from: later.storage, .uncounted, key: nil) }
                 break
             }
         }

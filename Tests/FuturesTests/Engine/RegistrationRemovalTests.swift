@@ -125,9 +125,23 @@ struct WithdrawalAccountingTests {
     struct Failure: Error {}
 
     /// A join decided by a member that was already complete, before it registered on the others,
-    /// leaves those alone: it never took their count.
+    /// counts as a consumer of each later one that withdrew as it arrived: it takes no count from
+    /// a member that others consume, and cancels one that nothing else needs, exactly as if the
+    /// winner had completed a moment later.
     @Test(arguments: ["all", "race", "any"])
-    func aJoinDecidedWhileRegisteringLeavesLaterMembersAlone(kind: String) {
+    func aJoinDecidedWhileRegisteringWithdrawsFromLaterMembers(kind: String) {
+        let loser = Promise<Int>()
+        let decided: Bool = switch kind {
+        case "all": Future.all([Future(error: Failure()), loser.future]).outcome != nil
+        case "race": Future.race([Future(value: 1), loser.future]).outcome != nil
+        default: Future.any([Future(value: 1), loser.future]).outcome != nil
+        }
+        #expect(decided)
+        #expect(loser.isCancelled, "a loser nothing else needs was left running")
+    }
+
+    @Test(arguments: ["all", "race", "any"])
+    func aJoinDecidedWhileRegisteringTakesNoCountFromLaterMembers(kind: String) {
         let shared = Promise<Int>()
         let first = shared.future.map(on: .immediate) { $0 }
         let second = shared.future.map(on: .immediate) { $0 }
