@@ -83,6 +83,10 @@ extension FutureStorage {
             state.observers.append(contentsOf: targetState.observers)
             targetState.observers = []
             state.forwarding = state.forwarding || targetState.forwarding
+            // The target's observers drop any version not newer than the last they saw: the
+            // merged future's versions continue after the newer of the two, or they would drop
+            // its reports (the final 1.0 included).
+            state.version = max(state.version, targetState.version)
         }
         return state.restartFollowing()
     }

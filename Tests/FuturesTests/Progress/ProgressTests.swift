@@ -6,6 +6,20 @@ import FuturesTestSupport
 /// Producer-reported progress that composes through chains.
 @Suite("Progress")
 struct ProgressTests {
+    /// A handler on a future that another adopts (merging it) still hears the final 1.0, however
+    /// far its progress went before (the merged future's versions continue after the newer).
+    @Test func aHandlerOnAnAdoptedFutureHearsTheFinalProgress() {
+        let inner = Promise<Int>()
+        let reports = Recorder<Double>()
+        inner.future.whenProgress(on: .immediate) { reports.append($0) }
+        inner.progress = 0.75
+        inner.progress = 0.9
+        let outer = Promise<Int>()
+        #expect(outer.complete(with: inner.future))
+        #expect(inner.succeed(1))
+        #expect(reports.all == [0.75, 0.9, 1])
+    }
+
     @Test func promiseProgressIsClampedAndNaNIgnored() {
         let promise = Promise<Int>()
         #expect(promise.future.progress == 0)
