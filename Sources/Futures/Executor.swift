@@ -34,6 +34,11 @@ import Foundation
 /// serial executor they run in registration order.
 public protocol Executor: Sendable {
     /// Runs `work`, now or later, on this executor. Called once per callback.
+    ///
+    /// Run every job exactly once. The library guards against an executor that does not: a job
+    /// released without running fails the future it would have completed with
+    /// ``FutureError/droppedJob`` (rather than leave it pending forever), and a job run a second
+    /// time does nothing (debug builds trap, to point at the executor).
     func execute(_ work: @escaping @Sendable () -> Void)
 }
 

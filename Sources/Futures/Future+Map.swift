@@ -142,11 +142,11 @@ extension Future {
                         if guarded, !derived.isPendingFor(derived) { return }
                         derived.settle(body(outcome))
                     } else {
-                        hop.run {
+                        hop.run({
                             if guarded, !derived.isPendingFor(derived) { return }
                             let continuation = body(outcome)
                             Drain.completingInJob { derived.settle(continuation) }
-                        }
+                        }, ifDropped: { _ = derived.finish(.failure(FutureError.droppedJob), origin: derived) })
                     }
                 } else {
                     derived.settle(body(outcome))
@@ -190,10 +190,10 @@ extension Future {
                     if hop.runsHere {
                         _ = derived.finish(Outcome { try transform(value) }, origin: derived)  // in the running job: no job to allocate
                     } else {
-                        hop.run {
+                        hop.run({
                             let result = Outcome { try transform(value) }
                             Drain.completingInJob { _ = derived.finish(result, origin: derived) }
-                        }
+                        }, ifDropped: { _ = derived.finish(.failure(FutureError.droppedJob), origin: derived) })
                     }
                 } else {
                     _ = derived.finish(outcome.then(transform), origin: derived)  // passes through, inline

@@ -18,6 +18,9 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A source that should have produced a value finished without one (a Combine publisher that
     /// completed empty, for `Future(publisher)`).
     case noValue
+    /// A custom executor released, without running it, the job that would have completed this
+    /// future (an ``Executor`` must run every job it is given).
+    case droppedJob
 
     /// A one-line explanation.
     public var description: String {
@@ -30,6 +33,7 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
         case .cancelledMember: "a member of the join was cancelled"
         case .invalidCallback: "invalid callback: a completion handler got neither a value nor an error"
         case .noValue: "no value: the source finished without producing a value"
+        case .droppedJob: "dropped job: an executor released the job that would have completed this future without running it"
         }
     }
 }

@@ -36,6 +36,22 @@ enum Hop: Sendable {
         }
     }
 
+    /// Runs `work`, the job that completes a derived future, inline or on the executor. A custom
+    /// executor's job is guarded (see ``GuardedJob``): if the executor releases it without running
+    /// it, `dropped` runs instead (it fails the future rather than leave it pending forever), and if
+    /// the executor runs it twice, it runs once (debug builds trap).
+    @inlinable
+    func run(_ work: @escaping @Sendable () -> Void, ifDropped dropped: @escaping @Sendable () -> Void) {
+        switch self {
+        case .inline: work()
+        case .executor(let executor, let affinity):
+            // The built-in executors (the ones with an affinity) never drop or repeat a job.
+            guard affinity == nil else { return executor.execute(work) }
+            let job = GuardedJob(work, ifDropped: dropped)
+            executor.execute { job.run() }
+        }
+    }
+
     /// Whether a callback that a drain loop is running may run its user code right here instead of
     /// handing it to its executor: `.immediate`, or executor affinity is open for it (see
     /// ``Drain/isInJob(of:)``). Only for callbacks registered on a future.
@@ -117,4 +133,40 @@ func onMainActor<Argument: Sendable, Result: Sendable>(
     _ body: @escaping @MainActor @Sendable (Argument) throws -> Result
 ) -> @Sendable (Argument) throws -> Result {
     { argument in try MainActor.assumeIsolated { try body(argument) } }
+}
+
+/// A custom executor's job that must run exactly once: an executor that breaks its contract
+/// (releases a job unrun, or runs it twice) cannot leave a future pending forever or run a
+/// callback twice.
+@usableFromInline
+final class GuardedJob: @unchecked Sendable {
+    // Safety: `work` and `dropped` are taken out under `LockTable.withLock(self)` (the closures
+    // are released after the lock), and read in `deinit` only, when no other reference exists.
+    private var work: (@Sendable () -> Void)?
+    private var dropped: (@Sendable () -> Void)?
+
+    @usableFromInline
+    init(_ work: @escaping @Sendable () -> Void, ifDropped dropped: @escaping @Sendable () -> Void) {
+        self.work = work
+        self.dropped = dropped
+    }
+
+    @usableFromInline
+    func run() {
+        let (work, dropped) = LockTable.withLock(self) { () -> ((@Sendable () -> Void)?, (@Sendable () -> Void)?) in
+            defer { (self.work, self.dropped) = (nil, nil) }
+            return (self.work, self.dropped)
+        }
+        withExtendedLifetime(dropped) {}  // released here, after the lock
+        guard let work else {
+            assertionFailure("an executor ran a job twice: Executor.execute(_:) must run each job once")
+            return
+        }
+        work()
+    }
+
+    deinit {
+        // Released without running: the executor dropped the job.
+        dropped?()
+    }
 }
