@@ -75,9 +75,15 @@ let package = Package(
             ],
             path: "Tests/LeakCheck"
         ),
+        // Random programs over the public API, a sequential model of the rules to check them
+        // against, and a runner that executes them on several threads (the model-based tests and
+        // the soak run).
+        .target(name: "FuturesModel", dependencies: ["Futures"], path: "Tests/FuturesModel"),
+        // Mixed random load for as long as asked: `Scripts/soak --seconds N`.
+        .executableTarget(name: "futures-soak", dependencies: ["FuturesModel"], path: "Tests/Soak"),
         .testTarget(
             name: "FuturesTests",
-            dependencies: ["Futures", "FuturesTestSupport", "FuturesTestHelpers", "futures-leakcheck"]
+            dependencies: ["Futures", "FuturesTestSupport", "FuturesTestHelpers", "FuturesModel", "futures-leakcheck"]
         ),
         // Runs the built `futures-demo` as a subprocess.
         .testTarget(name: "FuturesDemoTests", dependencies: ["futures-demo"]),

@@ -1,0 +1,116 @@
+import Foundation
+import FuturesModel
+import Testing
+
+/// Random programs over the public API, run on several threads against the library and compared
+/// step by step with a sequential model of the rules (`swift test --filter ModelBased`).
+///
+/// A failure prints its seed and the smallest failing program found; replay one seed with
+/// `MODEL_SEED=<seed> [MODEL_LENGTH=<steps>] swift test --filter ModelBased`, or run more with `MODEL_SEEDS=<count>`.
+@Suite("ModelBased: random programs against a model of the rules")
+struct ModelBasedTests {
+    static let environment = ProcessInfo.processInfo.environment
+
+    /// The seeds to run, in batches that run in parallel: a fixed budget unless the environment
+    /// asks for one seed or for more.
+    static let batches: [[UInt64]] = {
+        if let seed = environment["MODEL_SEED"].flatMap(UInt64.init) { return [[seed]] }
+        let count = environment["MODEL_SEEDS"].flatMap(Int.init) ?? 240
+        let seeds = (0..<UInt64(count)).map { $0 &* 0x9E37_79B9 &+ 1 }
+        return stride(from: 0, to: seeds.count, by: 40).map { Array(seeds[$0..<min($0 + 40, seeds.count)]) }
+    }()
+
+    /// Steps per program (`MODEL_LENGTH` changes it, to replay a seed the soak run reported).
+    static let length = environment["MODEL_LENGTH"].flatMap(Int.init) ?? 30
+
+    @Test(arguments: batches)
+    func randomProgramsBehaveAsTheModelSays(seeds: [UInt64]) async {
+        for seed in seeds {
+            let report = await ModelCheck.check(seed: seed, length: Self.length)
+            #expect(report == nil, "\(report ?? "")")
+            if report != nil { return }
+        }
+    }
+
+    @Test func longerProgramsBehaveAsTheModelSays() async {
+        for seed: UInt64 in 1_000...1_009 {
+            let report = await ModelCheck.check(seed: seed, length: 120)
+            #expect(report == nil, "\(report ?? "")")
+        }
+    }
+
+    /// The generator makes what the model is about: every kind of future and step appears, and
+    /// the model's outcomes are not all the same.
+    @Test func theProgramsCoverTheAPI() {
+        var steps: Set<String> = []
+        var outcomes: Set<String> = []
+        for seed: UInt64 in 0..<100 {
+            let program = Program.random(seed: seed)
+            var model = ReferenceModel()
+            for step in program.steps {
+                model.apply(step)
+                let name = String(describing: step)
+                steps.insert(String(name.prefix { $0 != "(" && $0 != " " }))
+                if case .make(_, let kind, _, _) = step {
+                    steps.insert(String(String(describing: kind).prefix { $0 != "(" }))
+                }
+            }
+            for node in model.nodes.values {
+                outcomes.insert(node.outcome.map { String(String(describing: $0).prefix { $0 != "(" }) } ?? "pending")
+            }
+        }
+        for kind in ["map", "flatMap", "recover", "mapOutcome", "observe", "cancellable", "timeout", "join", "deferred",
+                     "promise", "value", "failed"] {
+            #expect(steps.contains(kind), "no \(kind) in 100 programs")
+        }
+        #expect(outcomes == [".success", ".failure", ".cancelled", "pending"])
+    }
+
+    /// The model itself, on a program whose outcomes the rules fix by hand.
+    @Test func theModelAppliesTheRules() {
+        var model = ReferenceModel()
+        let program: [Step] = [
+            .make(id: 0, .promise, place: .immediate, observed: true),
+            .make(id: 1, .map(0), place: .queueA, observed: true),
+            .make(id: 2, .observe(0), place: .immediate, observed: true),
+            .make(id: 3, .timeout(1, seconds: 2), place: .immediate, observed: true),
+            .advance(seconds: 2),
+        ]
+        for step in program { model.apply(step) }
+        // The timeout fired and withdrew from n1, n1's only consumer: n1 is cancelled, and with it
+        // n0, whose only consumer it was. The observe() branch follows n0 but never cancels it.
+        #expect(model.outcome(3) == .failure(.timedOut))
+        #expect(model.outcome(1) == .cancelled)
+        #expect(model.outcome(0) == .cancelled)
+        #expect(model.outcome(2) == .cancelled)
+        #expect(model.apply(.succeed(0, 1)) == false)
+    }
+
+    /// Deleting a step deletes what depends on what it made, so every smaller program is valid.
+    @Test func shrinkingKeepsProgramsValid() {
+        for seed: UInt64 in 0..<50 {
+            let program = Program.random(seed: seed)
+            for index in program.steps.indices {
+                let smaller = program.removing(index)
+                #expect(smaller.steps.count < program.steps.count)
+                var made: Set<Int> = []
+                for step in smaller.steps {
+                    for id in step.ids where id != step.made { #expect(made.contains(id)) }
+                    if let id = step.made { made.insert(id) }
+                }
+            }
+        }
+    }
+
+    /// Several programs at once, each on its own threads and checked against its own model: the
+    /// library's shared structures (lock stripes, drain loops, timers) see real contention.
+    @Test func programsRunningAtTheSameTimeDoNotDisturbEachOther() async {
+        let reports = await withTaskGroup(of: String?.self) { group in
+            for seed: UInt64 in 5_000..<5_008 {
+                group.addTask { await ModelCheck.check(seed: seed, length: 60) }
+            }
+            return await group.reduce(into: [String]()) { if let report = $1 { $0.append(report) } }
+        }
+        #expect(reports.isEmpty, "\(reports.joined(separator: "\n\n"))")
+    }
+}

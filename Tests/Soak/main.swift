@@ -1,0 +1,115 @@
+// Mixed random load for as long as asked: the model-based tests' programs, generated without end
+// on every core, each checked against the model. Prints throughput and resident memory every
+// 10 s; fails on the first broken rule, or when memory grows past the bound.
+//
+//     futures-soak --seconds 60 [--threads N] [--max-growth-mb 256] [--length 60]
+import Foundation
+import FuturesModel
+
+struct Options {
+    var seconds = 60.0
+    var threads = ProcessInfo.processInfo.activeProcessorCount
+    var maxGrowthMB = 256.0
+    var length = 60
+
+    init(_ arguments: [String]) {
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            guard let value = iterator.next() else { Self.usage("\(argument) needs a value") }
+            switch argument {
+            case "--seconds": seconds = Self.parse(value, as: argument)
+            case "--threads": threads = Self.parse(value, as: argument)
+            case "--max-growth-mb": maxGrowthMB = Self.parse(value, as: argument)
+            case "--length": length = Self.parse(value, as: argument)
+            default: Self.usage("unknown option \(argument)")
+            }
+        }
+        guard seconds > 0, threads > 0, maxGrowthMB > 0, length > 0 else { Self.usage("every value must be positive") }
+    }
+
+    static func parse<Number: LosslessStringConvertible>(_ value: String, as option: String) -> Number {
+        guard let number = Number(value) else { usage("\(option) takes a number, not \(value)") }
+        return number
+    }
+
+    static func usage(_ problem: String) -> Never {
+        FileHandle.standardError.write(Data("""
+            futures-soak: \(problem)
+            usage: futures-soak [--seconds S] [--threads N] [--max-growth-mb M] [--length STEPS]
+
+            """.utf8))
+        exit(2)
+    }
+}
+
+/// Resident memory in MiB, from /proc (0 where there is none).
+func residentMB() -> Double {
+    guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+          let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+    else { return 0 }
+    return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+}
+
+let options = Options(Array(CommandLine.arguments.dropFirst()))
+let counters = Locked((programs: 0, steps: 0))
+let stop = Locked(false)
+let failure = Locked<String?>(nil)
+let start = Date()
+let base = UInt64(start.timeIntervalSince1970 * 1_000)
+print("soak: \(options.threads) threads for \(options.seconds) s, programs of \(options.length) steps, seeds from \(base)")
+
+var threads: [Thread] = []
+for worker in 0..<options.threads {
+    let thread = Thread {
+        var seed = base &+ UInt64(worker) << 40
+        while !stop.withLock({ $0 }) {
+            seed &+= 1
+            let program = Program.random(seed: seed, length: options.length)
+            if let problem = ModelRun(program).run() {
+                failure.withLock { $0 = $0 ?? "seed \(seed) (length \(options.length)): \(problem)\n\(program)" }
+                stop.withLock { $0 = true }
+                return
+            }
+            counters.withLock {
+                $0.programs += 1
+                $0.steps += program.steps.count
+            }
+        }
+    }
+    thread.stackSize = 4 << 20
+    thread.start()
+    threads.append(thread)
+}
+
+var baseline: Double?
+var last = (time: start, programs: 0, steps: 0)
+var exitCode: Int32 = 0
+while true {
+    let deadline = min(last.time.addingTimeInterval(10), start.addingTimeInterval(options.seconds))
+    while Date() < deadline, !stop.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.1) }
+    let now = Date()
+    let (programs, steps) = counters.withLock { ($0.programs, $0.steps) }
+    let elapsed = now.timeIntervalSince(last.time)
+    let rss = residentMB()
+    print(String(
+        format: "%6.0f s  %7.0f programs/s  %8.0f steps/s  resident %7.1f MiB  (%d programs in all)",
+        now.timeIntervalSince(start), Double(programs - last.programs) / elapsed,
+        Double(steps - last.steps) / elapsed, rss, programs
+    ))
+    last = (now, programs, steps)
+    // The first report is the baseline: the runtime, the thread pools and the caches are warm.
+    if let baseline, rss - baseline > options.maxGrowthMB {
+        print("soak: FAILED: resident memory grew by \(Int(rss - baseline)) MiB, more than \(Int(options.maxGrowthMB))")
+        exitCode = 1
+        break
+    }
+    if baseline == nil { baseline = rss }
+    if stop.withLock({ $0 }) || now.timeIntervalSince(start) >= options.seconds { break }
+}
+stop.withLock { $0 = true }
+if let failure = failure.withLock({ $0 }) {
+    print("soak: FAILED: \(failure)")
+    exitCode = 1
+}
+if exitCode == 0 { print("soak: passed, \(last.programs) programs, \(last.steps) steps, every one as the model says") }
+exit(exitCode)
