@@ -95,9 +95,10 @@ final class PhotoService: Sendable {
             state.mostRunning = max(state.mostRunning, state.running)
             return state.held.contains(name)
         }
-        let stopRunning: @Sendable () -> Bool = { [state] in
+        // The service's state holds held requests' `finish`, so what they capture holds it weakly.
+        let stopRunning: @Sendable () -> Bool = { [weak state] in
             guard done.withLock({ done in defer { done = true }; return !done }) else { return false }
-            state.withLock { $0.running -= 1 }
+            state?.withLock { $0.running -= 1 }
             return true
         }
         let finish: @Sendable ((any Error)?) -> Void = { [missing] error in
@@ -110,12 +111,12 @@ final class PhotoService: Sendable {
                 promise.succeed(answer())
             }
         }
-        promise.onCancel { [state] in
+        promise.onCancel { [weak state] in
             _ = stopRunning()
-            let watchers = state.withLock { state in
+            let watchers: [CheckedContinuation<Void, Never>] = state?.withLock { state in
                 state.cancelled.insert(name)
                 return state.cancelWatchers.removeValue(forKey: name) ?? []
-            }
+            } ?? []
             for watcher in watchers { watcher.resume() }
         }
         if isHeld {
