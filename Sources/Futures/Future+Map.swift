@@ -146,7 +146,7 @@ extension Future {
                             if guarded, !derived.isPendingFor(derived) { return }
                             let continuation = body(outcome)
                             Drain.completingInJob { derived.settle(continuation) }
-                        }, ifDropped: { _ = derived.finish(.failure(FutureError.droppedJob), origin: derived) })
+                        }, failingIfDropped: derived)
                     }
                 } else {
                     derived.settle(body(outcome))
@@ -193,7 +193,7 @@ extension Future {
                         hop.run({
                             let result = Outcome { try transform(value) }
                             Drain.completingInJob { _ = derived.finish(result, origin: derived) }
-                        }, ifDropped: { _ = derived.finish(.failure(FutureError.droppedJob), origin: derived) })
+                        }, failingIfDropped: derived)
                     }
                 } else {
                     _ = derived.finish(outcome.then(transform), origin: derived)  // passes through, inline

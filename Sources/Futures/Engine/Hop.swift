@@ -36,18 +36,18 @@ enum Hop: Sendable {
         }
     }
 
-    /// Runs `work`, the job that completes a derived future, inline or on the executor. A custom
-    /// executor's job is guarded (see ``GuardedJob``): if the executor releases it without running
-    /// it, `dropped` runs instead (it fails the future rather than leave it pending forever), and if
-    /// the executor runs it twice, it runs once (debug builds trap).
+    /// Runs `work`, the job that completes the derived future `target`, inline or on the executor.
+    /// A custom executor's job is guarded (see ``GuardedJob``): if the executor releases it
+    /// without running it, `target` fails with ``FutureError/droppedJob`` rather than stay pending
+    /// forever, and if the executor runs it twice, it runs once (debug builds trap).
     @inlinable
-    func run(_ work: @escaping @Sendable () -> Void, ifDropped dropped: @escaping @Sendable () -> Void) {
+    func run(_ work: @escaping @Sendable () -> Void, failingIfDropped target: some DroppedJobTarget) {
         switch self {
         case .inline: work()
         case .executor(let executor, let affinity):
             // The built-in executors (the ones with an affinity) never drop or repeat a job.
             guard affinity == nil else { return executor.execute(work) }
-            let job = GuardedJob(work, ifDropped: dropped)
+            let job = GuardedJob(work, target: target)
             executor.execute { job.run() }
         }
     }
@@ -135,29 +135,41 @@ func onMainActor<Argument: Sendable, Result: Sendable>(
     { argument in try MainActor.assumeIsolated { try body(argument) } }
 }
 
+/// A future that a guarded job completes, failed when the job is dropped.
+@usableFromInline
+protocol DroppedJobTarget: AnyObject, Sendable {
+    func jobWasDropped()
+}
+
+extension FutureStorage: DroppedJobTarget {
+    @usableFromInline
+    func jobWasDropped() {
+        _ = finish(.failure(FutureError.droppedJob), origin: self)
+    }
+}
+
 /// A custom executor's job that must run exactly once: an executor that breaks its contract
 /// (releases a job unrun, or runs it twice) cannot leave a future pending forever or run a
 /// callback twice.
 @usableFromInline
 final class GuardedJob: @unchecked Sendable {
-    // Safety: `work` and `dropped` are taken out under `LockTable.withLock(self)` (the closures
-    // are released after the lock), and read in `deinit` only, when no other reference exists.
+    // Safety: `work` is taken out under `LockTable.withLock(self)` (and released after the lock);
+    // `deinit` reads it when no other reference exists. `target` never changes.
     private var work: (@Sendable () -> Void)?
-    private var dropped: (@Sendable () -> Void)?
+    private let target: any DroppedJobTarget
 
     @usableFromInline
-    init(_ work: @escaping @Sendable () -> Void, ifDropped dropped: @escaping @Sendable () -> Void) {
+    init(_ work: @escaping @Sendable () -> Void, target: any DroppedJobTarget) {
         self.work = work
-        self.dropped = dropped
+        self.target = target
     }
 
     @usableFromInline
     func run() {
-        let (work, dropped) = LockTable.withLock(self) { () -> ((@Sendable () -> Void)?, (@Sendable () -> Void)?) in
-            defer { (self.work, self.dropped) = (nil, nil) }
-            return (self.work, self.dropped)
+        let work = LockTable.withLock(self) { () -> (@Sendable () -> Void)? in
+            defer { self.work = nil }
+            return self.work
         }
-        withExtendedLifetime(dropped) {}  // released here, after the lock
         guard let work else {
             assertionFailure("an executor ran a job twice: Executor.execute(_:) must run each job once")
             return
@@ -167,6 +179,6 @@ final class GuardedJob: @unchecked Sendable {
 
     deinit {
         // Released without running: the executor dropped the job.
-        dropped?()
+        if work != nil { target.jobWasDropped() }
     }
 }
