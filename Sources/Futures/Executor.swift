@@ -36,9 +36,11 @@ public protocol Executor: Sendable {
     /// Runs `work`, now or later, on this executor. Called once per callback.
     ///
     /// Run every job exactly once. The library guards against an executor that does not: a job
-    /// released without running fails the future it would have completed with
-    /// ``FutureError/droppedJob`` (rather than leave it pending forever), and a job run a second
-    /// time does nothing (debug builds trap, to point at the executor).
+    /// run a second time does nothing (debug builds trap, to point at the executor), and a job
+    /// released without running, if it would have completed a derived future (`map`, `flatMap`,
+    /// `recover`, ...), fails that future with ``FutureError/droppedJob`` (soon after, on a global
+    /// queue) rather than leave it pending forever. A dropped observer's job only means the
+    /// observer never runs.
     func execute(_ work: @escaping @Sendable () -> Void)
 }
 

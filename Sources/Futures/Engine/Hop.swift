@@ -32,22 +32,35 @@ enum Hop: Sendable {
     func run(_ work: @escaping @Sendable () -> Void) {
         switch self {
         case .inline: work()
-        case .executor(let executor, _): executor.execute(work)
+        case .executor(let executor, let affinity):
+            // Dispatch queues never drop or repeat a job; other executors' jobs run at most once.
+            if let affinity, !affinity.mayDropJobs { return executor.execute(work) }
+            Self.runGuarded(work, on: executor, failingIfDropped: nil)
         }
     }
 
     /// Runs `work`, the job that completes the derived future `target`, inline or on the executor.
-    /// A custom executor's job is guarded (see ``GuardedJob``): if the executor releases it
-    /// without running it, `target` fails with ``FutureError/droppedJob`` rather than stay pending
-    /// forever, and if the executor runs it twice, it runs once (debug builds trap).
+    /// A job for an executor that may drop or repeat jobs (a custom one, or an operation queue,
+    /// whose cancelled operations never run) is guarded (see ``GuardedJob``): released without
+    /// running, it fails `target` with ``FutureError/droppedJob`` rather than leave it pending
+    /// forever; run twice, it runs once (debug builds trap).
     @inlinable
-    func run(_ work: @escaping @Sendable () -> Void, failingIfDropped target: some DroppedJobTarget) {
+    func run(_ work: @escaping @Sendable () -> Void, failingIfDropped target: any DroppedJobTarget) {
         switch self {
         case .inline: work()
         case .executor(let executor, let affinity):
-            // The built-in executors (the ones with an affinity) never drop or repeat a job.
-            guard affinity == nil else { return executor.execute(work) }
-            let job = GuardedJob(work, target: target)
+            // Dispatch queues never drop or repeat a job: they pay nothing for the guard.
+            if let affinity, !affinity.mayDropJobs { return executor.execute(work) }
+            Self.runGuarded(work, on: executor, failingIfDropped: target)
+        }
+    }
+
+    @usableFromInline @inline(never)
+    static func runGuarded(_ work: @escaping @Sendable () -> Void, on executor: any Executor, failingIfDropped target: (any DroppedJobTarget)?) {
+        let job = GuardedJob(work, target: target)
+        if let recording = executor as? RecordingExecutor {
+            recording.execute(job)  // one closure for both wrappers
+        } else {
             executor.execute { job.run() }
         }
     }
@@ -76,13 +89,22 @@ enum Hop: Sendable {
 /// per step (see ``Drain/completingInJob(_:)``).
 @usableFromInline
 enum Affinity: Equatable, Sendable {
-    /// A dispatch queue or an operation queue, by identity (two wrappers of one queue, like two
-    /// accesses of `DispatchQueue.global()` on Linux, count as two: their callbacks are handed over).
+    /// A dispatch queue, by identity (two wrappers of one queue, like two accesses of
+    /// `DispatchQueue.global()` on Linux, count as two: their callbacks are handed over).
     case queue(ObjectIdentifier)
     /// A global concurrent queue.
     case global(DispatchQoS.QoSClass)
     /// The main queue.
     case main
+    /// An operation queue, by identity: its cancelled operations never run, so its jobs are
+    /// guarded (see ``Hop/run(_:failingIfDropped:)``).
+    case operationQueue(ObjectIdentifier)
+
+    /// Whether jobs handed to this executor may never run.
+    @inlinable var mayDropJobs: Bool {
+        if case .operationQueue = self { return true }
+        return false
+    }
 }
 
 /// The built-in executors, which record themselves (and their ``Affinity``) as the running executor
@@ -108,7 +130,7 @@ extension QueueExecutor: RecordsItself {
 }
 extension OperationQueueExecutor: RecordsItself {
     @usableFromInline var affinity: Affinity {
-        operationQueue === OperationQueue.main ? .main : .queue(ObjectIdentifier(operationQueue))
+        operationQueue === OperationQueue.main ? .main : .operationQueue(ObjectIdentifier(operationQueue))
     }
 }
 
@@ -123,6 +145,13 @@ struct RecordingExecutor: Executor {
     func execute(_ work: @escaping @Sendable () -> Void) {
         let base = self.base
         base.execute { Drain.run(on: base, affinity: nil, work) }
+    }
+
+    /// Runs a guarded job, recorded like any other.
+    @usableFromInline
+    func execute(_ job: GuardedJob) {
+        let base = self.base
+        base.execute { Drain.run(on: base, affinity: nil) { job.run() } }
     }
 }
 
@@ -156,10 +185,10 @@ final class GuardedJob: @unchecked Sendable {
     // Safety: `work` is taken out under `LockTable.withLock(self)` (and released after the lock);
     // `deinit` reads it when no other reference exists. `target` never changes.
     private var work: (@Sendable () -> Void)?
-    private let target: any DroppedJobTarget
+    private let target: (any DroppedJobTarget)?
 
     @usableFromInline
-    init(_ work: @escaping @Sendable () -> Void, target: any DroppedJobTarget) {
+    init(_ work: @escaping @Sendable () -> Void, target: (any DroppedJobTarget)?) {
         self.work = work
         self.target = target
     }
@@ -178,7 +207,10 @@ final class GuardedJob: @unchecked Sendable {
     }
 
     deinit {
-        // Released without running: the executor dropped the job.
-        if work != nil { target.jobWasDropped() }
+        // Released without running: the executor dropped the job. The future fails on a global
+        // queue, not here: an executor may release its jobs while it holds a lock of its own, and
+        // the failure runs callbacks that may hand it new jobs.
+        guard work != nil, let target else { return }
+        DispatchQueue.global().async { target.jobWasDropped() }
     }
 }

@@ -44,7 +44,7 @@ struct FaultInjectionTests {
         }
     }
 
-    @Test func aDroppedJobFailsTheFutureItWouldHaveCompleted() {
+    @Test func aDroppedJobFailsTheFutureItWouldHaveCompleted() async {
         let source = Promise<Int>()
         let runs = Recorder<Int>()
         let derived: [Future<Int>] = [
@@ -54,23 +54,65 @@ struct FaultInjectionTests {
         ]
         source.future.whenComplete(on: DroppingExecutor()) { _ in runs.append(4) }
         #expect(source.succeed(1))
-        for future in derived { #expect(future.outcome?.error as? FutureError == .droppedJob) }
+        for future in derived {
+            let outcome = await future.result
+            #expect(outcome.error as? FutureError == .droppedJob, "\(outcome)")
+        }
         #expect(runs.all.isEmpty)
-        let work = Future(on: DroppingExecutor()) { 1 }
-        guard case .failure(FutureError.brokenPromise)? = work.outcome else {
-            Issue.record("Future(on:) on a dropping executor: \(String(describing: work.outcome))")
+        let work = await Future(on: DroppingExecutor()) { 1 }.result
+        guard case .failure(FutureError.brokenPromise) = work else {
+            Issue.record("Future(on:) on a dropping executor: \(work)")
             return
         }
     }
 
-    @Test func aJobDroppedLaterFailsTheFutureThen() {
+    @Test func aJobDroppedLaterFailsTheFutureThen() async {
         let executor = HoardingExecutor()
         let source = Promise<Int>()
         let derived = source.future.map(on: executor) { $0 + 1 }
         #expect(source.succeed(1))
         #expect(derived.isPending)
         executor.dropAll()
-        #expect(derived.outcome?.error as? FutureError == .droppedJob)
+        #expect(await derived.result.error as? FutureError == .droppedJob)
+    }
+
+    /// An executor that drops its jobs while it holds its own lock, with a callback of the failed
+    /// future queued on itself: the failure is not delivered under that lock.
+    @Test func anExecutorDroppingJobsUnderItsOwnLockDoesNotDeadlock() async {
+        final class LockedHoard: Executor, @unchecked Sendable {
+            // Safety: `jobs` is only touched while holding `lock`.
+            let lock = NSLock()
+            var jobs: [@Sendable () -> Void] = []
+            func execute(_ work: @escaping @Sendable () -> Void) {
+                lock.lock()
+                jobs.append(work)
+                lock.unlock()
+            }
+            func dropAllUnderTheLock() {
+                lock.lock()
+                jobs.removeAll()
+                lock.unlock()
+            }
+        }
+        let executor = LockedHoard()
+        let source = Promise<Int>()
+        let derived = source.future.map(on: executor) { $0 }
+        derived.whenComplete(on: executor) { _ in }
+        #expect(source.succeed(1))
+        executor.dropAllUnderTheLock()
+        #expect(await derived.result.error as? FutureError == .droppedJob)
+    }
+
+    /// An operation queue's cancelled operations never run: their futures fail too.
+    @Test func cancelledOperationsFailTheirFutures() async {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let source = Promise<Int>()
+        let derived = source.future.map(on: .operationQueue(queue)) { $0 + 1 }
+        #expect(source.succeed(1))
+        queue.cancelAllOperations()
+        queue.isSuspended = false
+        #expect(await derived.result.error as? FutureError == .droppedJob)
     }
 
     /// A job that runs late, after its future was cancelled, changes nothing and runs nothing twice.
@@ -97,9 +139,10 @@ struct FaultInjectionTests {
         let source = Promise<Int>()
         let runs = Recorder<Int>()
         let derived = source.future.map(on: executor) { runs.append($0); return $0 }
+        source.future.whenSuccess(on: executor) { runs.append($0 + 10) }
         #expect(source.succeed(1))
         executor.runAll()
-        #expect(runs.all == [1])
+        #expect(runs.all == [1, 11])
         #expect(derived.outcome?.value == 1)
     }
     #else
