@@ -157,7 +157,14 @@ extension Future {
         }
         var neverLike: [Int] = []  // members nothing but cancellation can complete
         for (index, member) in members.enumerated() {
-            if member.storage.registerMember(sink, index: index) { neverLike.append(index) }
+            if let outcome = member.storage.outcome {
+                // Complete already (perhaps still running its callbacks on another thread, which
+                // would queue a registration behind them): read here, so that the members that
+                // completed before the call decide the join in input order.
+                sink.receive(outcome, index)
+            } else if member.storage.registerMember(sink, index: index) {
+                neverLike.append(index)
+            }
             if state.registered(index) {
                 // The join was decided (by a member that was complete already, or completed on
                 // another thread) and withdrew from the members registered before this one: this

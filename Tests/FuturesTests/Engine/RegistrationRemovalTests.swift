@@ -140,6 +140,25 @@ struct WithdrawalAccountingTests {
         #expect(loser.isCancelled, "a loser nothing else needs was left running")
     }
 
+    /// Members complete before the call decide a join in input order, even one still running its
+    /// callbacks on another thread (a registration there would wait behind them).
+    @Test func membersCompleteBeforeTheCallDecideInInputOrder() {
+        let first = Promise<Int>()
+        let inCallback = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        first.future.whenComplete(on: .immediate) { _ in
+            inCallback.signal()
+            release.wait()
+        }
+        DispatchQueue.global().async { _ = first.succeed(1) }
+        inCallback.wait()
+        let race = Future.race([first.future, Future(value: 2)])
+        let all = Future.all([Future<Int>(error: Failure()), first.future.map(on: .immediate) { $0 }])
+        release.signal()
+        #expect(race.outcome?.value == 1)
+        #expect(all.outcome?.error is Failure)
+    }
+
     @Test(arguments: ["all", "race", "any"])
     func aJoinDecidedWhileRegisteringTakesNoCountFromLaterMembers(kind: String) {
         let shared = Promise<Int>()
