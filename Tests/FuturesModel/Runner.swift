@@ -381,7 +381,7 @@ public enum ModelCheck {
     }
 
     /// Checks the program made from `seed`; on a failure, shrinks it and returns a report that
-    /// names the seed and the smallest failing program found.
+    /// names the generator seed and the smallest failing program found.
     public static func check(seed: UInt64, length: Int = 30) async -> String? {
         let program = Program.random(seed: seed, length: length)
         guard let failure = await run(program) else { return nil }

@@ -12,7 +12,7 @@ import Testing
 struct ModelBasedTests {
     static let environment = ProcessInfo.processInfo.environment
 
-    /// The seeds to run, in batches that run in parallel: a fixed budget unless the environment
+    /// The generator seeds to run, in batches that run in parallel: a fixed budget unless the environment
     /// asks for one seed or for more.
     static let batches: [[UInt64]] = {
         if let seed = environment["MODEL_SEED"].flatMap(UInt64.init) { return [[seed]] }
