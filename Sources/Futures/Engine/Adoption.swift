@@ -27,13 +27,18 @@ extension FutureStorage {
 
     /// Why this adopter cannot adopt `target` for `origin`, or `nil` if it can (caller holds this
     /// future's lock): not pending, or `origin` may not complete it. An adopter that ended as a
-    /// consumer that withdrew (cancelled, or failed as a member of a cycle) withdraws from `target`
-    /// too, since nothing needs it any more.
+    /// consumer that withdrew (cancelled, or failed as a member of a cycle) before `origin` used
+    /// its right to complete it withdraws from `target` too, since nothing needs it any more. A
+    /// second completion from an origin that already used its right is refused and leaves
+    /// `target` alone: the adopter never was its consumer.
+    /// (A future that ended keeps who held the right to complete it, see
+    /// ``keepCompleterLocked(_:)``, so `accepts` still answers whether `origin` had used it.)
     final func refusal(of target: FutureStorage<Value>, from origin: AnyObject) -> AdoptionPlan? {
         assertLocked()
-        guard phase != .pending || !accepts(origin) else { return nil }
+        let allowed = accepts(origin)
+        guard phase != .pending || !allowed else { return nil }
         switch result {
-        case .cancelled?, .failure(FutureError.cycle)?: return .withdrawn(target)
+        case .cancelled?, .failure(FutureError.cycle)?: return allowed ? .withdrawn(target) : .rejected
         default: return .rejected
         }
     }

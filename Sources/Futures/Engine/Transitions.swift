@@ -181,9 +181,24 @@ extension FutureStorage {
         work.cancelled = outcome.isCancelled
         if work.cancelled, upstream != nil { (work.withdrawal, work.key) = departure }
         swap(&work.upstream, &upstream)
-        if extras != nil { work.extras = extras.take() }  // moved out: released after the unlock
+        if let extras {
+            work.extras = self.extras.take()  // moved out: released after the unlock
+            if extras.completer != nil, !outcome.isSuccess { keepCompleterLocked(extras) }
+        }
         if let progress { work.progress = progress.complete(success: outcome.isSuccess) }
         checkInvariants()
+    }
+
+    /// A future that ended without success after its producer handed the right to complete on
+    /// keeps who holds it (a box of its own, allocated on this rare path only): a later
+    /// `complete(with:)` from the producer is a second completion, refused, and must leave the
+    /// future it brings alone (see ``refusal(of:from:)``).
+    @usableFromInline @inline(never)
+    final func keepCompleterLocked(_ old: Extras<Value>) {
+        let kept = Extras<Value>()
+        kept.completer = old.completer
+        kept.completerObject = old.completerObject
+        extras = kept
     }
 
     /// Between two batches of this future's drain: takes the callbacks registered while the last

@@ -262,6 +262,52 @@ struct WithdrawalAccountingTests {
             withExtendedLifetime(target) {}  // pending: a released promise breaks its future
         }
     }
+
+    /// A promise whose future was cancelled before it completed withdraws from the future it is
+    /// then given: nothing needs that one any more.
+    @Test func aPromiseCancelledFirstWithdrawsFromTheFutureItIsGiven() {
+        let promise = Promise<Int>()
+        _ = promise.future.cancel()
+        let given = Promise<Int>()
+        #expect(!promise.complete(with: given.future))
+        #expect(given.future.outcome?.isCancelled == true)
+    }
+
+    /// A promise that completed with one future, and whose future was cancelled after, refuses a
+    /// second future and leaves it alone: it never was that future's consumer.
+    @Test(arguments: [false, true])
+    func aRefusedSecondFutureIsLeftAlone(firstHasAnotherConsumer: Bool) {
+        let promise = Promise<Int>()
+        let first = Promise<Int>()
+        let keeper = firstHasAnotherConsumer ? first.future.map(on: .immediate) { $0 } : nil
+        #expect(promise.complete(with: first.future))
+        _ = promise.future.cancel()
+        #expect(promise.future.outcome?.isCancelled == true)
+        let second = Promise<Int>()
+        #expect(!promise.complete(with: second.future))
+        #expect(second.future.isPending)
+        #expect(second.succeed(2))
+        #expect(keeper?.isPending ?? true)
+        withExtendedLifetime(first) {}
+    }
+
+    /// A promise whose future was merged into an adopter that was then cancelled had not used its
+    /// right to complete: it withdraws from the future it is given. The adopter's own promise had
+    /// (it adopted), and leaves a second future alone.
+    @Test func aMergedPromiseOfACancelledAdopterWithdrawsAndTheAdopterDoesNot() {
+        let adopter = Promise<Int>()
+        let merged = Promise<Int>()
+        #expect(adopter.complete(with: merged.future))
+        _ = adopter.future.cancel()
+        #expect(merged.future.outcome?.isCancelled == true)
+        let given = Promise<Int>()
+        #expect(!merged.complete(with: given.future))
+        #expect(given.future.outcome?.isCancelled == true)
+        let second = Promise<Int>()
+        #expect(!adopter.complete(with: second.future))
+        #expect(second.future.isPending)
+        withExtendedLifetime((merged, second)) {}
+    }
 }
 
 /// How many consumers a future's root counts.
