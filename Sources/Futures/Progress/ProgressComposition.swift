@@ -79,6 +79,9 @@ extension FutureStorage {
         }
         let state = ensureProgress
         state.relation = relation
+        // The target's observers move here, and combined progress must not go back for them
+        // either: the merged value starts from the higher of the two.
+        let floor = target.progress?.value ?? 0
         if let targetState = target.progress {
             state.observers.append(contentsOf: targetState.observers)
             targetState.observers = []
@@ -88,7 +91,7 @@ extension FutureStorage {
             // its reports (the final 1.0 included).
             state.version = max(state.version, targetState.version)
         }
-        return state.restartFollowing()
+        return state.restartFollowing(atLeast: floor)
     }
 
     /// This adopter waits on a future whose progress is `innerProgress` (both futures' locks held).
@@ -107,10 +110,10 @@ extension FutureStorage {
 extension ProgressState {
     /// After an adoption changed the relation: the upstream changed, so a future that followed the
     /// old one follows the new one (after the locks); recomputes the value.
-    fileprivate func restartFollowing() -> ProgressChange {
+    fileprivate func restartFollowing(atLeast floor: Double = 0) -> ProgressChange {
         let refollow = forwarding
         forwarding = false
-        let changed = update()
+        let changed = update(atLeast: floor)
         return (changed, changed == nil ? [] : observers, refollow)
     }
 }

@@ -29,10 +29,11 @@ final class ProgressState {
 
     init(relation: ProgressRelation) { self.relation = relation }
 
-    /// Recomputes the value; returns it and its new version if it changed.
-    func update() -> (Double, UInt64)? {
+    /// Recomputes the value; returns it and its new version if it changed. Combined progress never
+    /// goes below `floor` either (what the observers of a future merged into this one last saw).
+    func update(atLeast floor: Double = 0) -> (Double, UInt64)? {
         let raw = relation.raw
-        let next = relation.monotonic ? max(value, raw) : raw
+        let next = relation.monotonic ? max(value, floor, raw) : raw
         guard next != value else { return nil }
         value = next
         version += 1
