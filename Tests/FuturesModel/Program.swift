@@ -244,7 +244,8 @@ extension Program {
     }
 
     /// Whether the inputs of every join and `flatMap` are independent (see ``random(seed:length:)``),
-    /// counting the futures promises adopt, and every adopted future is its adopter's alone.
+    /// counting the futures promises adopt, every adopted future is its adopter's alone, and no
+    /// token guards a future below another it guards.
     public var isWellFormed: Bool {
         // A future that another adopts (a `flatMap`'s or a deferred future's inner one, or a
         // promise's `complete(with:)`) may be merged into its adopter, and then shares its
@@ -301,6 +302,13 @@ extension Program {
                 pending.append(contentsOf: adopters[next] ?? [])
             }
             return result
+        }
+        // One token cancels its futures one after another, and a transform between two of them
+        // on an executor that hops may run before the lower one is cancelled or not at all (it
+        // withdrew): timing the rules leave open. So a token guards no future below another it
+        // guards.
+        for (_, kind) in kinds {
+            if case .cancellable(let source, let token) = kind, full(source).contains(-1 - token) { return false }
         }
         for (_, kind) in kinds {
             let inputs: [Int]

@@ -74,7 +74,7 @@ public final class ModelRun: @unchecked Sendable {
 
     private func waitForSleepers(before index: Int) -> String? {
         let armed = model.armedTimers
-        guard clock.waitForSleepers(count: armed, until: Date(timeIntervalSinceNow: settleTimeout)) else {
+        guard patiently({ clock.waitForSleepers(count: armed, until: $0) }) else {
             return "before step \(index): the clock has fewer than the \(armed) sleepers the armed timeouts need"
         }
         return nil
@@ -225,17 +225,40 @@ public final class ModelRun: @unchecked Sendable {
 
     // MARK: Checking
 
+    /// Calls `wait` with a deadline `settleTimeout` from now, and again while Swift concurrency's
+    /// pool is too busy to start a task (other tests may hold all its threads for a minute): the
+    /// library's timers on custom clocks fire in tasks, so the time the library gets is counted
+    /// from when the pool is free. Gives up after ten minutes of a starved pool.
+    private func patiently(_ wait: (Date) -> Bool) -> Bool {
+        let asked = Date()
+        let started = Locked<Date?>(nil)
+        Task.detached { started.withLock { $0 = Date() } }
+        var deadline = asked.addingTimeInterval(settleTimeout)
+        while !wait(deadline) {
+            if let started = started.withLock({ $0 }) {
+                let allowed = started.addingTimeInterval(settleTimeout)
+                if allowed <= deadline { return false }
+                deadline = allowed
+            } else if Date().timeIntervalSince(asked) > 600 {
+                return false
+            } else {
+                deadline = Date().addingTimeInterval(1)
+            }
+        }
+        return true
+    }
+
     /// Waits until the library has done everything the model says the step did, then compares.
     private func settle(after index: Int) -> String? {
         let nodes = model.nodes
         let futures = self.futures
-        let reached = board.wait(until: Date(timeIntervalSinceNow: settleTimeout)) { seen in
+        let reached = patiently { deadline in board.wait(until: deadline) { seen in
             nodes.allSatisfy { id, node in
                 (node.outcome == nil || futures[id]?.outcome != nil)
                     && (!node.observed || node.outcome == nil || seen.completions[id, default: 0] >= 1)
                     && seen.closureRuns[id, default: 0] >= node.closureRuns
             }
-        }
+        } }
         if let mismatch = compare(after: "step \(index) (\(program.steps[index]))", exact: false) { return mismatch }
         if !reached { return "after step \(index): \(lagging() ?? "the library did not catch up with the model")" }
         return nil
@@ -310,14 +333,13 @@ public final class ModelRun: @unchecked Sendable {
     /// The end: lets every queue run dry, compares exactly, then releases every handle and checks
     /// that every observed future completed and every closure was freed.
     private func finish() -> String? {
-        let deadline = Date(timeIntervalSinceNow: settleTimeout)
         let nodes = model.nodes
-        _ = board.wait(until: deadline) { seen in
+        _ = patiently { deadline in board.wait(until: deadline) { seen in
             nodes.allSatisfy { id, node in
                 !(node.observed && node.outcome.map { if case .success = $0 { true } else { false } } == true)
                     || seen.progress[id]?.last == 1
             }
-        }
+        } }
         for queue in [queueA, queueB, queueC] { queue.sync {} }
         if let mismatch = compare(after: "the last step", exact: true) { return mismatch }
 
@@ -325,17 +347,17 @@ public final class ModelRun: @unchecked Sendable {
         futures = [:]
         promises = [:]
         sources = [:]
-        let ended = board.wait(until: Date(timeIntervalSinceNow: settleTimeout)) { seen in
+        let ended = patiently { deadline in board.wait(until: deadline) { seen in
             observed.allSatisfy { seen.completions[$0, default: 0] >= 1 }
-        }
+        } }
         if !ended {
             let seen = board.snapshot
             let stuck = observed.filter { seen.completions[$0, default: 0] == 0 }.sorted()
             return "after every handle was released, \(stuck.map { "n\($0)" }) never completed"
         }
-        let freed = board.wait(until: Date(timeIntervalSinceNow: settleTimeout)) { _ in
+        let freed = patiently { deadline in board.wait(until: deadline) { _ in
             probes.withLock { $0.values.allSatisfy { $0 == 0 } }
-        }
+        } }
         if !freed {
             let live = probes.withLock { $0.filter { $0.value > 0 }.keys.sorted() }
             return "after every handle was released, the closures of \(live.map { "n\($0)" }) are still allocated"

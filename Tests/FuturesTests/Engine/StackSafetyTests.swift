@@ -7,8 +7,8 @@ import Testing
 struct StackSafetyTests {
     static let links = 1_000_000
 
-    @Test func immediateMapChain() {
-        onSmallStack {
+    @Test func immediateMapChain() async {
+        await onSmallStackOffThePool {
             let promise = Promise<Int>()
             var future = promise.future
             for _ in 0..<Self.links { future = future.map(on: .immediate) { $0 + 1 } }
@@ -17,16 +17,16 @@ struct StackSafetyTests {
         }
     }
 
-    @Test func immediateMapChainOnACompletedFuture() {
-        onSmallStack {
+    @Test func immediateMapChainOnACompletedFuture() async {
+        await onSmallStackOffThePool {
             var future = Future(value: 0)
             for _ in 0..<Self.links { future = future.map(on: .immediate) { $0 + 1 } }
             #expect(future.outcome?.value == Self.links)
         }
     }
 
-    @Test func immediateFlatMapChain() {
-        onSmallStack {
+    @Test func immediateFlatMapChain() async {
+        await onSmallStackOffThePool {
             let promise = Promise<Int>()
             var future = promise.future
             for _ in 0..<Self.links { future = future.flatMap(on: .immediate) { Future(value: $0 + 1) } }
@@ -35,8 +35,8 @@ struct StackSafetyTests {
         }
     }
 
-    @Test func flatMapChainOfPendingInnerFutures() {
-        onSmallStack {
+    @Test func flatMapChainOfPendingInnerFutures() async {
+        await onSmallStackOffThePool {
             let source = Promise<Int>()
             let inners = (0..<Self.links).map { _ in Promise<Int>() }
             var future = source.future
@@ -48,8 +48,8 @@ struct StackSafetyTests {
     }
 
     @Test(arguments: [true, false])
-    func adoptionChain(ascending: Bool) {
-        onSmallStack {
+    func adoptionChain(ascending: Bool) async {
+        await onSmallStackOffThePool {
             let promises = (0...Self.links).map { _ in Promise<Int>() }
             if ascending {
                 for index in 0..<Self.links { promises[index].complete(with: promises[index + 1].future) }
@@ -65,8 +65,8 @@ struct StackSafetyTests {
         }
     }
 
-    @Test func droppingAPendingMapChain() {
-        onSmallStack {
+    @Test func droppingAPendingMapChain() async {
+        await onSmallStackOffThePool {
             weak var weakHead: FutureStorage<Int>?
             do {
                 var future = Future<Int>.never.map(on: .immediate) { $0 }
@@ -78,8 +78,8 @@ struct StackSafetyTests {
         }
     }
 
-    @Test func droppingAPendingChainBreaksItsPromise() {
-        onSmallStack {
+    @Test func droppingAPendingChainBreaksItsPromise() async {
+        await onSmallStackOffThePool {
             var promise: Promise<Int>? = Promise<Int>()
             var future = promise!.future
             for _ in 0..<Self.links { future = future.map(on: .immediate) { $0 + 1 } }
@@ -88,8 +88,8 @@ struct StackSafetyTests {
         }
     }
 
-    @Test func droppingAPendingAdoptionChain() {
-        onSmallStack {
+    @Test func droppingAPendingAdoptionChain() async {
+        await onSmallStackOffThePool {
             weak var weakFirst: FutureStorage<Int>?
             do {
                 let promises = (0...Self.links).map { _ in Promise<Int>() }
@@ -104,8 +104,8 @@ struct StackSafetyTests {
 
     /// `func loop(n) -> Future { step().flatMap { loop(n - 1) } }`, each step completed later from a
     /// queue of pending promises, must not keep the futures of finished steps alive.
-    @Test func recursiveAsynchronousLoopRunsInConstantMemory() {
-        onSmallStack {
+    @Test func recursiveAsynchronousLoopRunsInConstantMemory() async {
+        await onSmallStackOffThePool {
             let steps = Self.links
             let sampleEvery = steps / 10
             let loop = RecursiveLoop(sampleEvery: sampleEvery, steps: steps)

@@ -38,7 +38,8 @@ final class Counter: @unchecked Sendable {
     }
 }
 
-private final class ThreadBody {
+/// A closure handed to a new thread. Each is run by one thread, once.
+private final class ThreadBody: @unchecked Sendable {
     let body: () -> Void
     init(_ body: @escaping () -> Void) { self.body = body }
 }
@@ -46,9 +47,34 @@ private final class ThreadBody {
 /// Runs `body` on a new thread with a 512 KiB stack (an ordinary secondary-thread stack) and waits
 /// for it to finish. A recursion a million frames deep would crash it.
 func onSmallStack(_ body: @escaping () -> Void) {
+    let finished = DispatchSemaphore(value: 0)
+    startSmallStackThread {
+        body()
+        finished.signal()
+    }
+    finished.wait()
+}
+
+/// Runs `body` like `onSmallStack(_:)`, suspending meanwhile instead of blocking a thread of Swift
+/// concurrency's pool: a test that runs for long must leave the pool to the tests beside it (the
+/// library's timers on custom clocks, for one, sleep in tasks).
+func onSmallStackOffThePool(_ body: @escaping () -> Void) async {
+    let body = ThreadBody(body)
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        startSmallStackThread {
+            body.body()
+            continuation.resume()
+        }
+    }
+}
+
+/// Starts a detached thread with a 512 KiB stack that runs `body`.
+private func startSmallStackThread(_ body: @escaping () -> Void) {
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
     pthread_attr_setstacksize(&attributes, 512 * 1024)
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     let argument = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
     #if canImport(Darwin)
     var thread: pthread_t?
@@ -56,18 +82,14 @@ func onSmallStack(_ body: @escaping () -> Void) {
         Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().body()
         return nil
     }, argument)
-    precondition(error == 0)
-    pthread_join(thread!, nil)
     #else
     var thread = pthread_t()
     let error = pthread_create(&thread, &attributes, { argument in
         Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue().body()
         return nil
     }, argument)
-    precondition(error == 0)
-    pthread_join(thread, nil)
     #endif
-    pthread_attr_destroy(&attributes)
+    precondition(error == 0)
 }
 
 struct TestError: Error, Equatable {
