@@ -15,6 +15,10 @@ struct Options {
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
+            if argument == "--help" || argument == "-h" {
+                report(Self.synopsis)
+                exit(0)
+            }
             guard let value = iterator.next() else { Self.usage("\(argument) needs a value") }
             switch argument {
             case "--seconds": seconds = Self.parse(value, as: argument)
@@ -32,12 +36,10 @@ struct Options {
         return number
     }
 
-    static func usage(_ problem: String) -> Never {
-        FileHandle.standardError.write(Data("""
-            futures-soak: \(problem)
-            usage: futures-soak [--seconds S] [--threads N] [--max-growth-mb M] [--length STEPS]
+    static let synopsis = "usage: futures-soak [--seconds S] [--threads N] [--max-growth-mb M] [--length STEPS]"
 
-            """.utf8))
+    static func usage(_ problem: String) -> Never {
+        FileHandle.standardError.write(Data("futures-soak: \(problem)\n\(synopsis)\n".utf8))
         exit(2)
     }
 }
@@ -50,20 +52,30 @@ func residentMB() -> Double {
     return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
 }
 
+/// Writes one line to stdout at once (not buffered, also into a pipe or a CI log: a run that is
+/// killed still shows its reports).
+func report(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 let options = Options(Array(CommandLine.arguments.dropFirst()))
 let counters = Locked((programs: 0, steps: 0))
+/// The seed each worker runs now, `nil` once it has stopped.
+let running = Locked<[Int: UInt64]>([:])
 let stop = Locked(false)
 let failure = Locked<String?>(nil)
 let start = Date()
 let base = UInt64(start.timeIntervalSince1970 * 1_000)
-print("soak: \(options.threads) threads for \(options.seconds) s, programs of \(options.length) steps, seeds from \(base)")
+report("soak: \(options.threads) threads for \(options.seconds) s, programs of \(options.length) steps, seeds from \(base)")
 
 var threads: [Thread] = []
 for worker in 0..<options.threads {
     let thread = Thread {
         var seed = base &+ UInt64(worker) << 40
+        defer { running.withLock { $0[worker] = nil } }
         while !stop.withLock({ $0 }) {
             seed &+= 1
+            running.withLock { [seed] in $0[worker] = seed }
             let program = Program.random(seed: seed, length: options.length)
             if let problem = ModelRun(program).run() {
                 failure.withLock { $0 = $0 ?? "seed \(seed) (length \(options.length)): \(problem)\n\(program)" }
@@ -77,6 +89,7 @@ for worker in 0..<options.threads {
         }
     }
     thread.stackSize = 4 << 20
+    running.withLock { $0[worker] = base }
     thread.start()
     threads.append(thread)
 }
@@ -91,7 +104,7 @@ while true {
     let (programs, steps) = counters.withLock { ($0.programs, $0.steps) }
     let elapsed = now.timeIntervalSince(last.time)
     let rss = residentMB()
-    print(String(
+    report(String(
         format: "%6.0f s  %7.0f programs/s  %8.0f steps/s  resident %7.1f MiB  (%d programs in all)",
         now.timeIntervalSince(start), Double(programs - last.programs) / elapsed,
         Double(steps - last.steps) / elapsed, rss, programs
@@ -99,7 +112,7 @@ while true {
     last = (now, programs, steps)
     // The first report is the baseline: the runtime, the thread pools and the caches are warm.
     if let baseline, rss - baseline > options.maxGrowthMB {
-        print("soak: FAILED: resident memory grew by \(Int(rss - baseline)) MiB, more than \(Int(options.maxGrowthMB))")
+        report("soak: FAILED: resident memory grew by \(Int(rss - baseline)) MiB, more than \(Int(options.maxGrowthMB))")
         exitCode = 1
         break
     }
@@ -107,9 +120,17 @@ while true {
     if stop.withLock({ $0 }) || now.timeIntervalSince(start) >= options.seconds { break }
 }
 stop.withLock { $0 = true }
+// Every worker finishes the program it is running: one that does not within the time a program
+// may take (a minute to settle each step, at worst) is stuck, which is a failure too.
+let joinDeadline = Date().addingTimeInterval(180)
+while !running.withLock({ $0.isEmpty }), Date() < joinDeadline { Thread.sleep(forTimeInterval: 0.1) }
+let stuck = running.withLock { $0.values.sorted() }
+if !stuck.isEmpty, failure.withLock({ $0 }) == nil {
+    failure.withLock { $0 = "programs still running 180 s after the end, seeds \(stuck) (length \(options.length))" }
+}
 if let failure = failure.withLock({ $0 }) {
-    print("soak: FAILED: \(failure)")
+    report("soak: FAILED: \(failure)")
     exitCode = 1
 }
-if exitCode == 0 { print("soak: passed, \(last.programs) programs, \(last.steps) steps, every one as the model says") }
+if exitCode == 0 { report("soak: passed, \(last.programs) programs, \(last.steps) steps, every one as the model says") }
 exit(exitCode)
