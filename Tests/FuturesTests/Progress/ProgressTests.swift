@@ -20,6 +20,25 @@ struct ProgressTests {
         #expect(reports.all == [0.75, 0.9, 1])
     }
 
+    /// A flatMap's combined progress never goes back, even when its inner producer's does; merged
+    /// into a promise that adopts it, it still does not go back for its handlers.
+    @Test func mergingAnAdoptedFutureNeverLowersCombinedProgress() {
+        let upstream = Promise<Int>()
+        let inner = Promise<Int>()
+        let combined = upstream.future.flatMap(on: .immediate) { _ in inner.future }
+        let reports = Recorder<Double>()
+        combined.whenProgress(on: .immediate) { reports.append($0) }
+        #expect(upstream.succeed(1))
+        inner.progress = 0.8
+        inner.progress = 0.2  // the producer's own progress may go back; the combined one holds
+        let adopter = Promise<Int>()
+        #expect(adopter.complete(with: combined))
+        inner.progress = 0.4
+        #expect(inner.succeed(2))
+        #expect(reports.all == [0.5, 0.9, 1])
+        #expect(adopter.future.progress == 1)
+    }
+
     @Test func promiseProgressIsClampedAndNaNIgnored() {
         let promise = Promise<Int>()
         #expect(promise.future.progress == 0)
