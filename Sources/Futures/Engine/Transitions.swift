@@ -163,6 +163,9 @@ extension FutureStorage {
         case .pending:
             if let origin, !accepts(origin) { return .rejected }
             enterCompleted(outcome, into: &work)
+            // A producer that ended its future cancelled (it adopted a cancelled future) has used
+            // its right, which a cancellation by a consumer does not tell apart.
+            if origin != nil, work.cancelled { keepCompleterLocked(nil) }
             return .won
         }
     }
@@ -190,14 +193,19 @@ extension FutureStorage {
     }
 
     /// A future that ended without success after its producer handed the right to complete on
-    /// keeps who holds it (a box of its own, allocated on this rare path only): a later
-    /// `complete(with:)` from the producer is a second completion, refused, and must leave the
-    /// future it brings alone (see ``refusal(of:from:)``).
+    /// keeps who held it, and one its producer ended cancelled keeps `Extras.nobody` (`old` is
+    /// `nil`): a box of its own, allocated on these rare paths only. A later `complete(with:)` from
+    /// the producer is then a second completion, refused, and leaves the future it brings alone
+    /// (see ``refusal(of:from:)``).
     @usableFromInline @inline(never)
-    final func keepCompleterLocked(_ old: Extras<Value>) {
+    final func keepCompleterLocked(_ old: Extras<Value>?) {
         let kept = Extras<Value>()
-        kept.completer = old.completer
-        kept.completerObject = old.completerObject
+        if let old {
+            kept.completer = old.completer
+            kept.completerObject = old.completerObject
+        } else {
+            kept.completer = Extras<Value>.nobody
+        }
         extras = kept
     }
 

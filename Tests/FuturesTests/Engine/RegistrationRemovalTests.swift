@@ -291,6 +291,20 @@ struct WithdrawalAccountingTests {
         withExtendedLifetime(first) {}
     }
 
+    /// A promise that completed its future with a cancelled future has used its right: a second
+    /// `complete(with:)` is refused and leaves its future alone.
+    @Test func aPromiseThatAdoptedACancelledFutureLeavesASecondFutureAlone() {
+        let promise = Promise<Int>()
+        let cancelled = Promise<Int>()
+        _ = cancelled.future.cancel()
+        #expect(promise.complete(with: cancelled.future))
+        #expect(promise.future.outcome?.isCancelled == true)
+        let second = Promise<Int>()
+        #expect(!promise.complete(with: second.future))
+        #expect(second.future.isPending)
+        withExtendedLifetime(second) {}
+    }
+
     /// A promise whose future was merged into an adopter that was then cancelled had not used its
     /// right to complete: it withdraws from the future it is given. The adopter's own promise had
     /// (it adopted), and leaves a second future alone.
