@@ -31,14 +31,15 @@ extension FutureStorage {
     /// its right to complete it withdraws from `target` too, since nothing needs it any more. A
     /// second completion from an origin that already used its right is refused and leaves
     /// `target` alone: the adopter never was its consumer.
-    /// (A future that ended keeps who held the right to complete it, see
-    /// ``keepCompleterLocked(_:)``, so `accepts` still answers whether `origin` had used it.)
+    /// (Such a future keeps who held the right to complete it, see ``keepCompleterLocked(_:)``,
+    /// or whether its producer ended it, ``StorageFlags/producerEnded``, so it can still tell.)
     final func refusal(of target: FutureStorage<Value>, from origin: AnyObject) -> AdoptionPlan? {
         assertLocked()
         let allowed = accepts(origin)
         guard phase != .pending || !allowed else { return nil }
         switch result {
-        case .cancelled?, .failure(FutureError.cycle)?: return allowed ? .withdrawn(target) : .rejected
+        case .cancelled?, .failure(FutureError.cycle)?:
+            return allowed && !flag(StorageFlags.producerEnded) ? .withdrawn(target) : .rejected
         default: return .rejected
         }
     }

@@ -216,4 +216,7 @@ enum StorageFlags {
     @inlinable static var immortal: UInt8 { 1 }
     @inlinable static var consumesUpstream: UInt8 { 2 }
     @inlinable static var combinesProgress: UInt8 { 4 }
+    /// The future's producer ended it as a withdrawal would (cancelled, or failed with `.cycle`):
+    /// it has used its right to complete, and a later `complete(with:)` of its is refused.
+    @inlinable static var producerEnded: UInt8 { 8 }
 }

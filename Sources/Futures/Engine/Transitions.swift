@@ -163,9 +163,11 @@ extension FutureStorage {
         case .pending:
             if let origin, !accepts(origin) { return .rejected }
             enterCompleted(outcome, into: &work)
-            // A producer that ended its future cancelled (it adopted a cancelled future) has used
-            // its right, which a cancellation by a consumer does not tell apart.
-            if origin != nil, work.cancelled { keepCompleterLocked(nil) }
+            // A producer that ended its future as a withdrawal would (it adopted a cancelled
+            // future) has used its right, which the outcome alone does not tell apart.
+            if origin != nil, !outcome.isSuccess, Self.endsAsWithdrawal(outcome) {
+                setFlag(StorageFlags.producerEnded, true)
+            }
             return .won
         }
     }
@@ -186,26 +188,33 @@ extension FutureStorage {
         swap(&work.upstream, &upstream)
         if let extras {
             work.extras = self.extras.take()  // moved out: released after the unlock
-            if extras.completer != nil, !outcome.isSuccess { keepCompleterLocked(extras) }
+            if extras.completer != nil, !outcome.isSuccess, Self.endsAsWithdrawal(outcome) { keepCompleterLocked(extras) }
         }
         if let progress { work.progress = progress.complete(success: outcome.isSuccess) }
         checkInvariants()
     }
 
-    /// A future that ended without success after its producer handed the right to complete on
-    /// keeps who held it, and one its producer ended cancelled keeps `Extras.nobody` (`old` is
-    /// `nil`): a box of its own, allocated on these rare paths only. A later `complete(with:)` from
-    /// the producer is then a second completion, refused, and leaves the future it brings alone
-    /// (see ``refusal(of:from:)``).
+    /// Whether `outcome` is one a withdrawing adopter ends with (cancelled, or failed as a member
+    /// of a cycle): the outcomes after which ``refusal(of:from:)`` asks who had the right to
+    /// complete the future.
     @usableFromInline @inline(never)
-    final func keepCompleterLocked(_ old: Extras<Value>?) {
-        let kept = Extras<Value>()
-        if let old {
-            kept.completer = old.completer
-            kept.completerObject = old.completerObject
-        } else {
-            kept.completer = Extras<Value>.nobody
+    static func endsAsWithdrawal(_ outcome: Outcome<Value>) -> Bool {
+        switch outcome {
+        case .cancelled, .failure(FutureError.cycle): true
+        default: false
         }
+    }
+
+    /// A future that ended cancelled (or failed as a member of a cycle) after its producer handed
+    /// the right to complete on keeps who held it: a box of its own, allocated on this rare path
+    /// only (an adopter waiting on a future with other consumers, then cancelled). A later
+    /// `complete(with:)` from the producer is then a second completion, refused, and leaves the
+    /// future it brings alone (see ``refusal(of:from:)``).
+    @usableFromInline @inline(never)
+    final func keepCompleterLocked(_ old: Extras<Value>) {
+        let kept = Extras<Value>()
+        kept.completer = old.completer
+        kept.completerObject = old.completerObject
         extras = kept
     }
 

@@ -12,10 +12,9 @@ import Darwin
 /// partial line is left. If SIGINT was ignored when the tool started, it stays ignored.
 ///
 /// On Linux the signal is caught by a handler that writes one byte to a pipe, and a dispatch source
-/// reads the pipe. A dispatch signal source alone is not enough there: it reads the signal from a
-/// `signalfd`, which needs the signal ignored, and whichever thread the kernel hands an ignored
-/// signal to discards it (the main thread, parked by `dispatch_main` with every signal unblocked,
-/// often wins that race on a busy machine). On Darwin, kqueue sees a signal even when it is
+/// reads the pipe: with SIGINT ignored and a dispatch signal source alone, a Ctrl-C was lost now
+/// and then on a busy machine (the run went on to the end), while a handler of the process's own
+/// runs on whichever thread takes the signal. On Darwin, kqueue sees a signal even when it is
 /// ignored, so a dispatch signal source is enough.
 final class Interrupt: @unchecked Sendable {
     // Safety: `source` is set once in `init`; a dispatch source may be used from any thread.
@@ -51,10 +50,17 @@ final class Interrupt: @unchecked Sendable {
 
     #if os(Linux)
     /// Installs the handler and returns a source that fires when it has run, or `nil` if SIGINT
-    /// was ignored (or no pipe could be made: then Ctrl-C ends the process as usual).
+    /// was ignored (it stays ignored) or no pipe could be made (Ctrl-C then ends the process as
+    /// usual).
     private static func listen(on queue: DispatchQueue) -> (any DispatchSourceProtocol)? {
+        // Ignored while the pipe is made (as it stays, if it was ignored already).
+        let previous = signal(SIGINT, SIG_IGN)
+        guard unsafeBitCast(previous, to: Int.self) != unsafeBitCast(SIG_IGN, to: Int.self) else { return nil }
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { return nil }
+        guard pipe(&ends) == 0 else {
+            signal(SIGINT, SIG_DFL)
+            return nil
+        }
         for end in ends {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
             _ = fcntl(end, F_SETFL, O_NONBLOCK)
@@ -62,11 +68,7 @@ final class Interrupt: @unchecked Sendable {
         // Both ends stay open for the life of the process: a handler may still be running on
         // another thread after `end()`, and must never write to a descriptor reused since.
         interruptPipe = (ends[0], ends[1])
-        let previous = signal(SIGINT, noteInterrupt)
-        guard unsafeBitCast(previous, to: Int.self) != unsafeBitCast(SIG_IGN, to: Int.self) else {
-            signal(SIGINT, SIG_IGN)
-            return nil
-        }
+        signal(SIGINT, noteInterrupt)
         return DispatchSource.makeReadSource(fileDescriptor: ends[0], queue: queue)
     }
 

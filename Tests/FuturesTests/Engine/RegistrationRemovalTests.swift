@@ -305,6 +305,19 @@ struct WithdrawalAccountingTests {
         withExtendedLifetime(second) {}
     }
 
+    /// The same for a promise that adopted a future already failed as a member of a cycle.
+    @Test func aPromiseThatAdoptedACycleFailureLeavesASecondFutureAlone() {
+        let promise = Promise<Int>()
+        let cycle = Promise<Int>()
+        #expect(cycle.complete(with: cycle.future))
+        #expect(cycle.future.outcome?.error as? FutureError == .cycle)
+        #expect(promise.complete(with: cycle.future))
+        let second = Promise<Int>()
+        #expect(!promise.complete(with: second.future))
+        #expect(second.future.isPending)
+        withExtendedLifetime(second) {}
+    }
+
     /// A promise whose future was merged into an adopter that was then cancelled had not used its
     /// right to complete: it withdraws from the future it is given. The adopter's own promise had
     /// (it adopted), and leaves a second future alone.
