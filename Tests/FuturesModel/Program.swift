@@ -244,8 +244,8 @@ extension Program {
     }
 
     /// Whether the inputs of every join and `flatMap` are independent (see ``random(seed:length:)``),
-    /// counting the futures promises adopt, every adopted future is its adopter's alone, and no
-    /// token guards a future below another it guards.
+    /// counting the futures promises adopt and the ties consumers make, every adopted future is
+    /// its adopter's alone, and no token guards a future below another it guards.
     public var isWellFormed: Bool {
         // A future that another adopts (a `flatMap`'s or a deferred future's inner one, or a
         // promise's `complete(with:)`) may be merged into its adopter, and then shares its
@@ -310,7 +310,19 @@ extension Program {
         for (_, kind) in kinds {
             if case .cancellable(let source, let token) = kind, full(source).contains(-1 - token) { return false }
         }
-        for (_, kind) in kinds {
+        // Futures tied by a consumer: when a consumer completes it withdraws from its sources, and
+        // a source that nothing else needs is cancelled; so one step can complete futures that
+        // share no ancestor but are tied through a consumer (a join that fails cancels its other
+        // members, which reaches their other dependents). Ties, each made by one node.
+        var ties: [(Int, Int, madeBy: Int)] = []
+        for step in steps {
+            switch step {
+            case .make(let id, let kind, _, _): for input in kind.inputs { ties.append((id, input, id)) }
+            case .completeWith(let promise, let other): ties.append((promise, other, promise))
+            default: break
+            }
+        }
+        for (id, kind) in kinds {
             let inputs: [Int]
             switch kind {
             case .join(_, let members): inputs = members
@@ -323,8 +335,32 @@ extension Program {
                 if !seen.isDisjoint(with: own) { return false }
                 seen.formUnion(own)
             }
+            // The inputs are tied by nothing but this node (whose own decision may withdraw from
+            // all of them at once: that is the rule, not a race).
+            let groups = TieGroups(ties.filter { $0.madeBy != id })
+            if Set(inputs.map(groups.root)).count != inputs.count { return false }
         }
         return true
+    }
+}
+
+/// Union-find over the futures a program ties together.
+private struct TieGroups {
+    private var parent: [Int: Int] = [:]
+
+    init(_ ties: [(Int, Int, madeBy: Int)]) {
+        for (a, b, _) in ties { union(a, b) }
+    }
+
+    func root(_ id: Int) -> Int {
+        var id = id
+        while let next = parent[id], next != id { id = next }
+        return id
+    }
+
+    private mutating func union(_ a: Int, _ b: Int) {
+        let (ra, rb) = (root(a), root(b))
+        if ra != rb { parent[ra] = rb }
     }
 }
 
