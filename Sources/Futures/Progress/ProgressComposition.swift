@@ -79,19 +79,31 @@ extension FutureStorage {
         }
         let state = ensureProgress
         state.relation = relation
-        // The target's observers move here, and combined progress must not go back for them
-        // either: the merged value starts from the higher of the two.
-        let floor = target.progress?.value ?? 0
+        // The target's observers move here. They last saw the target's value, this future's own saw
+        // this one's: each group hears the merged value if it differs from what it last saw, and
+        // combined progress does not go back for either.
+        let ownObservers = state.observers
+        let ownSaw = state.value
+        var moved: [ProgressObserver] = []
+        var movedSaw = 0.0
         if let targetState = target.progress {
-            state.observers.append(contentsOf: targetState.observers)
+            moved = targetState.observers
+            movedSaw = targetState.value
             targetState.observers = []
+            state.observers.append(contentsOf: moved)
             state.forwarding = state.forwarding || targetState.forwarding
-            // The target's observers drop any version not newer than the last they saw: the
-            // merged future's versions continue after the newer of the two, or they would drop
-            // its reports (the final 1.0 included).
+            // Observers drop any version not newer than the last they saw: the merged future's
+            // versions continue after the newer of the two, or they would drop its reports (the
+            // final 1.0 included).
             state.version = max(state.version, targetState.version)
         }
-        return state.restartFollowing(atLeast: floor)
+        let refollow = state.forwarding
+        state.forwarding = false
+        let bumped = state.update(atLeast: movedSaw) != nil
+        let told = (state.value != ownSaw ? ownObservers : []) + (state.value != movedSaw ? moved : [])
+        guard !told.isEmpty else { return (nil, [], refollow) }
+        if !bumped { state.version += 1 }
+        return ((state.value, state.version), told, refollow)
     }
 
     /// This adopter waits on a future whose progress is `innerProgress` (both futures' locks held).
@@ -110,10 +122,10 @@ extension FutureStorage {
 extension ProgressState {
     /// After an adoption changed the relation: the upstream changed, so a future that followed the
     /// old one follows the new one (after the locks); recomputes the value.
-    fileprivate func restartFollowing(atLeast floor: Double = 0) -> ProgressChange {
+    fileprivate func restartFollowing() -> ProgressChange {
         let refollow = forwarding
         forwarding = false
-        let changed = update(atLeast: floor)
+        let changed = update()
         return (changed, changed == nil ? [] : observers, refollow)
     }
 }

@@ -39,6 +39,25 @@ struct ProgressTests {
         #expect(adopter.future.progress == 1)
     }
 
+    /// A future merged into a combined one that is already further on: its handlers hear the
+    /// merged value at once, so they still end at 1.0 when it succeeds.
+    @Test func handlersOfAFutureMergedIntoOneFurtherOnHearTheMergedValueAndTheEnd() {
+        let adopted = Promise<Int>()
+        let reports = Recorder<Double>()
+        adopted.future.whenProgress(on: .immediate) { reports.append($0) }
+        let inner = Promise<Int>()
+        inner.progress = 1
+        let combined = Future(value: 21).flatMap(on: .immediate) { _ in inner.future }
+        let combinedReports = Recorder<Double>()
+        combined.whenProgress(on: .immediate) { combinedReports.append($0) }
+        #expect(inner.complete(with: adopted.future))
+        #expect(reports.all == [1])
+        #expect(adopted.succeed(41))
+        #expect(reports.all == [1])
+        #expect(combinedReports.all == [1])
+        #expect(combined.outcome?.value == 41)
+    }
+
     @Test func promiseProgressIsClampedAndNaNIgnored() {
         let promise = Promise<Int>()
         #expect(promise.future.progress == 0)
