@@ -58,6 +58,55 @@ struct ProgressTests {
         #expect(combined.outcome?.value == 41)
     }
 
+    /// The same when the adopted future has reported more often than its adopter (its version is
+    /// the higher), and for a branch that follows the adopted future's progress.
+    @Test func mergedHandlersAndFollowersHearTheMergedValueWhateverTheVersions() {
+        let adopted = Promise<Int>()
+        let reports = Recorder<Double>()
+        adopted.future.whenProgress(on: .immediate) { reports.append($0) }
+        for step in 1...20 { adopted.progress = Double(step) / 100 }
+        let branch = adopted.future.observe()
+        let branchReports = Recorder<Double>()
+        branch.whenProgress(on: .immediate) { branchReports.append($0) }
+        let inner = Promise<Int>()
+        inner.progress = 1
+        let combined = Future(value: 1).flatMap(on: .immediate) { _ in inner.future }
+        let combinedReports = Recorder<Double>()
+        combined.whenProgress(on: .immediate) { combinedReports.append($0) }
+        #expect(inner.complete(with: adopted.future))
+        #expect(reports.all.last == 1)
+        #expect(branchReports.all.last == 1)
+        adopted.progress = 0.5
+        #expect(adopted.succeed(3))
+        #expect(reports.all.filter { $0 == 1 }.count == 1, "\(reports.all)")
+        #expect(branchReports.all.filter { $0 == 1 }.count == 1, "\(branchReports.all)")
+        #expect(combinedReports.all == [1])
+    }
+
+    /// Two merges in a row: a promise's own progress follows the future it adopts (it may go
+    /// down), and a second merge into a combined future further on brings every handler to it.
+    @Test func handlersOfTwoMergesInARowEndTogether() {
+        let bottom = Promise<Int>()
+        let bottomReports = Recorder<Double>()
+        bottom.future.whenProgress(on: .immediate) { bottomReports.append($0) }
+        bottom.progress = 0.1
+        let middle = Promise<Int>()
+        let middleReports = Recorder<Double>()
+        middle.future.whenProgress(on: .immediate) { middleReports.append($0) }
+        middle.progress = 0.3
+        #expect(middle.complete(with: bottom.future))
+        let inner = Promise<Int>()
+        inner.progress = 0.9
+        let combined = Future(value: 1).flatMap(on: .immediate) { _ in inner.future }
+        let combinedReports = Recorder<Double>()
+        combined.whenProgress(on: .immediate) { combinedReports.append($0) }
+        #expect(inner.complete(with: middle.future))
+        #expect(bottom.succeed(1))
+        #expect(bottomReports.all == [0.1, 0.95, 1])
+        #expect(middleReports.all == [0.3, 0.1, 0.95, 1])
+        #expect(combinedReports.all == [0.95, 1])
+    }
+
     @Test func promiseProgressIsClampedAndNaNIgnored() {
         let promise = Promise<Int>()
         #expect(promise.future.progress == 0)
