@@ -217,6 +217,8 @@ extension FutureStorage: ProgressNode {
     /// observers and, if it was following its upstream, follow the new one.
     func progressAdopted(changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool) {
         if let (value, version) = changed { for observer in observers { observer(value, version) } }
-        if refollow { Self.startFollowing(self) }
+        // From the future that holds the state now: another adoption may have merged this one
+        // since the locks were released, and taken over the upstream it is to follow.
+        if refollow { Self.startFollowing(root()) }
     }
 }
