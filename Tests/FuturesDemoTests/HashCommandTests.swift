@@ -135,7 +135,8 @@ import Darwin
     @Test func badArgumentsExitWith2AndShowTheUsage() throws {
         let folder = try TemporaryFolder()
         let bad = [
-            ["hash"], ["hash", "--jobs", "0", "x"], ["hash", "--timeout", "0", "x"], ["hash", "--timeout", "1e16", "x"],
+            ["hash"], ["hash", "--jobs", "0", "x"], ["hash", "--jobs", "4611686018427387904", "x"],
+            ["hash", "--jobs", "65537", "x"], ["hash", "--timeout", "0", "x"], ["hash", "--timeout", "1e16", "x"],
             ["hash", "--timeout", "soon", "x"], ["hash", "--frobnicate", "x"],
         ]
         for arguments in bad {

@@ -31,9 +31,15 @@ struct Hash: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("Files and directories to hash.", valueName: "path"))
     var paths: [String]
 
+    /// More files at a time than any machine has threads would only hold more files open (and
+    /// the window of futures made ahead of the printed line is a multiple of it).
+    static let maximumJobs = 65_536
+
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("Give at least one file or directory.") }
-        if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1.") }
+        if let jobs, !(1...Self.maximumJobs).contains(jobs) {
+            throw ValidationError("--jobs must be between 1 and \(Self.maximumJobs).")
+        }
         if let timeout, !(timeout > 0 && timeout <= 1e9) {
             throw ValidationError("--timeout must be a number of seconds above 0 and at most 1e9.")
         }
