@@ -100,6 +100,21 @@ let leaving: [String: () -> Void] = [
         source.cancel()
         precondition(derived.outcome?.isCancelled == true)
     },
+    "map-progress-cancelled": {
+        let derived = forever.future.map(on: .immediate) { $0 + 1 }
+        _ = derived.progress  // follows the long-lived future's progress from now on
+        precondition(derived.cancel())
+    },
+    "observe-progress-cancelled": {
+        let branch = forever.future.observe()
+        branch.whenProgress(on: .immediate) { _ in }
+        precondition(branch.cancel())
+    },
+    "flatMap-progress-cancelled": {
+        let adopter = Future(value: 1).flatMap(on: .immediate) { _ in forever.future }
+        adopter.whenProgress(on: .immediate) { _ in }
+        precondition(adopter.cancel())
+    },
     "timeout-long-lived-cancelled": { precondition(forever.future.timeout(after: .seconds(8)).cancel()) },
     "race-lost": { precondition(Future.race([forever.future, Future(value: 1)]).outcome?.value == 1) },
     "all-failed-fast": {

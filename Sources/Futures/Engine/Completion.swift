@@ -54,9 +54,17 @@ extension FutureStorage {
         if let (observers, final) = work.progress, let (value, version) = final {
             for observer in observers { observer(value, version) }
         }
+        if work.unfollow, let upstream = work.upstream { stopFollowing(upstream) }
         if work.drain { scheduleDrain() }
         guard let withdrawal = work.withdrawal, let upstream = work.upstream else { return nil }
         return UpstreamLink(source: upstream, withdrawal: withdrawal, key: work.key)
+    }
+
+    /// This completed future followed `upstream`'s progress: its listener there goes, so a
+    /// long-lived upstream keeps nothing of the followers that completed before it.
+    @usableFromInline @inline(never)
+    final func stopFollowing(_ upstream: any ConsumerSource) {
+        (upstream.resolved as? any ProgressNode)?.removeProgressFollower(ObjectIdentifier(self))
     }
 
     /// Hands the right to complete this pending future from `origin` to `newCompleter`, so that
@@ -126,6 +134,8 @@ struct CompletionWork {
     @usableFromInline var extras: AnyObject?
     /// Progress observers, moved out: told the final value and version (if any), then released.
     @usableFromInline var progress: (observers: [ProgressObserver], final: (Double, UInt64)?)?
+    /// Whether the future followed its upstream's progress: its listener there is taken off.
+    @usableFromInline var unfollow = false
 
     @inlinable init() {}
 }

@@ -190,7 +190,10 @@ extension FutureStorage {
             work.extras = self.extras.take()  // moved out: released after the unlock
             if extras.completer != nil, !outcome.isSuccess, Self.endsAsWithdrawal(outcome) { keepCompleterLocked(extras) }
         }
-        if let progress { work.progress = progress.complete(success: outcome.isSuccess) }
+        if let progress {
+            work.progress = progress.complete(success: outcome.isSuccess)
+            work.unfollow = progress.forwarding
+        }
         checkInvariants()
     }
 

@@ -89,8 +89,7 @@ extension FutureStorage {
         if let targetState = target.progress {
             moved = targetState.observers
             movedSaw = targetState.value
-            targetState.observers = []
-            state.observers.append(contentsOf: moved)
+            state.takeObservers(of: targetState)
             state.forwarding = state.forwarding || targetState.forwarding
             // Observers drop any version not newer than the last they saw: the merged future's
             // versions continue after the newer of the two, or they would drop its reports (the

@@ -18,11 +18,14 @@ final class ProgressState {
     var value: Double = 0
     var version: UInt64 = 0
     /// Observers, in registration order: user handlers (coalescing, on their executors) and the
-    /// following listeners of downstream futures.
-    var observers: [ProgressObserver] = []
+    /// following listeners of downstream futures. `followers` holds, at the same index, the
+    /// identity of the downstream future a following listener belongs to (`nil` for a handler), so
+    /// that a follower that completes takes its listener off (see ``removeFollower(_:)``).
+    private(set) var observers: [ProgressObserver] = []
+    private var followers: [ObjectIdentifier?] = []
     /// Whether this future follows its upstream's progress, which upstream, and the newest version
     /// received from it.
-    var forwarding = false
+    @usableFromInline var forwarding = false
     var followed: ObjectIdentifier?
     var followedVersion: UInt64 = 0
     var relation: ProgressRelation
@@ -40,6 +43,27 @@ final class ProgressState {
         return (next, version)
     }
 
+    func add(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) {
+        observers.append(observer)
+        followers.append(follower)
+    }
+
+    /// Takes the following listener of `follower` off, if it is here: returned, to be released
+    /// after the lock (it holds the follower).
+    func removeFollower(_ follower: ObjectIdentifier) -> ProgressObserver? {
+        guard let index = followers.lastIndex(of: follower) else { return nil }
+        followers.remove(at: index)
+        return observers.remove(at: index)
+    }
+
+    /// Moves every observer of `other` (a future merged into this one) here, in order.
+    func takeObservers(of other: ProgressState) {
+        observers.append(contentsOf: other.observers)
+        followers.append(contentsOf: other.followers)
+        other.observers = []
+        other.followers = []
+    }
+
     /// The future completed (caller holds the lock): success reports 1.0; failure and cancellation
     /// add nothing. Returns the observers, moved out to be told the final value (if any) and
     /// released after the lock.
@@ -47,6 +71,7 @@ final class ProgressState {
     func complete(success: Bool) -> (observers: [ProgressObserver], final: (Double, UInt64)?) {
         var taken: [ProgressObserver] = []
         swap(&taken, &observers)
+        followers = []
         guard success, value != 1 else { return (taken, nil) }
         value = 1
         version += 1
@@ -60,8 +85,13 @@ protocol ProgressNode: AnyObject, Sendable {
     /// Marks this future as following its upstream; returns the upstream if it must subscribe now,
     /// and the start of this future's own progress source (a join's) if it has not started yet.
     func beginForwarding() -> (upstream: (any ProgressNode)?, demand: (@Sendable () -> Void)?)
-    /// Adds an observer; returns the current progress and its version.
-    func addProgressObserver(_ observer: @escaping ProgressObserver) -> (Double, UInt64)
+    /// Adds an observer (the following listener of `follower`, if not `nil`); returns the current
+    /// progress and its version.
+    func addProgressObserver(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) -> (Double, UInt64)
+    /// Takes the following listener of `follower` off, if it is still here.
+    func removeProgressFollower(_ follower: ObjectIdentifier)
+    /// Whether the future is still pending (a follower that is not has nothing more to hear).
+    var isPendingForProgress: Bool { get }
     /// Progress arrived from the upstream `source` this future follows.
     func receiveUpstreamProgress(_ value: Double, version: UInt64, from source: ObjectIdentifier)
 }
@@ -136,7 +166,7 @@ extension FutureStorage: ProgressNode {
     @usableFromInline
     func observeProgress(_ observer: @escaping ProgressObserver) {
         let node = root()
-        let (current, version) = node.addProgressObserver(observer)
+        let (current, version) = node.addProgressObserver(observer, follower: nil)
         if current > 0 { observer(current, version) }
         Self.startFollowing(node)
     }
@@ -151,12 +181,17 @@ extension FutureStorage: ProgressNode {
             guard let upstream = next else { return }
             let follower = node
             let source = ObjectIdentifier(upstream)
-            let (current, version) = upstream.addProgressObserver { value, version in
+            let key = ObjectIdentifier(follower)
+            let (current, version) = upstream.addProgressObserver({ value, version in
                 // Through the drain loop, so a long following chain does not recurse.
                 Drain.schedule(follower, { follower in
                     (follower as! any ProgressNode).receiveUpstreamProgress(value, version: version, from: source)
                 })
-            }
+            }, follower: key)
+            // A follower that completes takes its listener off the upstream; one that completed
+            // before the listener was added does so here (either its removal came after the add,
+            // or this check sees it completed).
+            if !follower.isPendingForProgress { upstream.removeProgressFollower(key) }
             follower.receiveUpstreamProgress(current, version: version, from: source)
             node = upstream
         }
@@ -182,7 +217,7 @@ extension FutureStorage: ProgressNode {
     }
 
     @usableFromInline
-    func addProgressObserver(_ observer: @escaping ProgressObserver) -> (Double, UInt64) {
+    func addProgressObserver(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) -> (Double, UInt64) {
         let current: (Double, UInt64) = withState { node in
             switch node.phase {
             case .linked: node.linkedFutureTrap()
@@ -192,13 +227,22 @@ extension FutureStorage: ProgressNode {
                 return (node.result?.isSuccess == true ? 1 : node.progress?.value ?? 0, version)
             case .pending:
                 let state = node.ensureProgress
-                state.observers.append(observer)
+                state.add(observer, follower: follower)
                 return (state.value, state.version)
             }
         }
         withExtendedLifetime(observer) {}  // if not stored (a completed future): released after the lock
         return current
     }
+
+    @usableFromInline
+    func removeProgressFollower(_ follower: ObjectIdentifier) {
+        let removed = withState { node in node.phase == .pending ? node.progress?.removeFollower(follower) : nil }
+        withExtendedLifetime(removed) {}  // released after the lock
+    }
+
+    @usableFromInline
+    var isPendingForProgress: Bool { withState { $0.phase == .pending } }
 
     @usableFromInline
     func receiveUpstreamProgress(_ incoming: Double, version: UInt64, from source: ObjectIdentifier) {

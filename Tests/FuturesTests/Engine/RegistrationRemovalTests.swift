@@ -13,6 +13,7 @@ struct RegistrationRemovalTests {
         "recover-cancelled", "always-cancelled", "chain-cancelled", "adopter-cancelled",
         "observe-cancelled", "observe-map-cancelled", "cancellable-cancelled",
         "timeout-long-lived-cancelled", "race-lost", "all-failed-fast",
+        "map-progress-cancelled", "observe-progress-cancelled", "flatMap-progress-cancelled",
     ])
     func leavingALongLivedFutureKeepsNothing(scenario: String) throws {
         guard let kept = try heapKeptPerIteration(scenario) else { return }  // under a sanitizer
