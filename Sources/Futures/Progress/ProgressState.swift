@@ -28,6 +28,10 @@ final class ProgressState {
     @usableFromInline var forwarding = false
     var followed: ObjectIdentifier?
     var followedVersion: UInt64 = 0
+    /// The newest report from the upstream that a queued job has yet to apply: reports that arrive
+    /// meanwhile replace it, so a follower applies a burst of reports once (and progress fed back
+    /// around a cycle through a join settles instead of multiplying).
+    var incoming: (value: Double, version: UInt64, source: ObjectIdentifier)?
     var relation: ProgressRelation
 
     init(relation: ProgressRelation) { self.relation = relation }
@@ -94,6 +98,11 @@ protocol ProgressNode: AnyObject, Sendable {
     var isPendingForProgress: Bool { get }
     /// Progress arrived from the upstream `source` this future follows.
     func receiveUpstreamProgress(_ value: Double, version: UInt64, from source: ObjectIdentifier)
+    /// A report from the upstream `source`, to apply from a queued job: returns whether the caller
+    /// must queue that job (none is queued yet).
+    func offerUpstreamProgress(_ value: Double, version: UInt64, from source: ObjectIdentifier) -> Bool
+    /// The queued job: applies the newest report offered.
+    func applyOfferedProgress()
 }
 
 extension FutureStorage: ProgressNode {
@@ -184,9 +193,9 @@ extension FutureStorage: ProgressNode {
             let key = ObjectIdentifier(follower)
             let (current, version) = upstream.addProgressObserver({ value, version in
                 // Through the drain loop, so a long following chain does not recurse.
-                Drain.schedule(follower, { follower in
-                    (follower as! any ProgressNode).receiveUpstreamProgress(value, version: version, from: source)
-                })
+                if follower.offerUpstreamProgress(value, version: version, from: source) {
+                    Drain.schedule(follower, { ($0 as! any ProgressNode).applyOfferedProgress() })
+                }
             }, follower: key)
             // A follower that completes takes its listener off the upstream; one that completed
             // before the listener was added does so here (either its removal came after the add,
@@ -255,6 +264,30 @@ extension FutureStorage: ProgressNode {
             return (changed, changed == nil ? [] : state.observers)
         }
         if let (value, newVersion) = changed { for observer in observers { observer(value, newVersion) } }
+    }
+
+    @usableFromInline
+    func offerUpstreamProgress(_ value: Double, version: UInt64, from source: ObjectIdentifier) -> Bool {
+        LockTable.withLock(self) {
+            guard phase == .pending, let state = progress, state.followed == source,
+                  version >= state.followedVersion else { return false }
+            if let queued = state.incoming {
+                if version >= queued.version || queued.source != source { state.incoming = (value, version, source) }
+                return false
+            }
+            state.incoming = (value, version, source)
+            return true
+        }
+    }
+
+    @usableFromInline
+    func applyOfferedProgress() {
+        let offered = LockTable.withLock(self) { () -> (value: Double, version: UInt64, source: ObjectIdentifier)? in
+            defer { progress?.incoming = nil }
+            return progress?.incoming
+        }
+        guard let offered else { return }
+        receiveUpstreamProgress(offered.value, version: offered.version, from: offered.source)
     }
 
     /// After an adoption changed this future's relation (under the adoption's locks): tell the

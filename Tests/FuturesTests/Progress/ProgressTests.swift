@@ -107,6 +107,23 @@ struct ProgressTests {
         #expect(combinedReports.all == [0.95, 1])
     }
 
+    /// A cycle through a join is not detected (the futures stay pending), and progress fed back
+    /// around it settles: each future applies a burst of reports from its upstream once, and
+    /// combined progress only goes up, so the adoption returns.
+    @Test func progressAroundACycleThroughAJoinSettles() {
+        let promise = Promise<Int>()
+        let joined = Future.all([promise.future, promise.future, Future(value: 2)]).map(on: .immediate) { $0.reduce(0, +) }
+        let reports = Recorder<Double>()
+        joined.whenProgress(on: .immediate) { reports.append($0) }
+        #expect(promise.complete(with: joined))
+        #expect(promise.future.isPending)
+        #expect(joined.isPending)
+        #expect(!reports.all.isEmpty && reports.all.count < 1_000, "\(reports.all.count) reports")
+        #expect(zip(reports.all, reports.all.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(promise.future.cancel())
+        #expect(joined.outcome?.isCancelled == true)
+    }
+
     @Test func promiseProgressIsClampedAndNaNIgnored() {
         let promise = Promise<Int>()
         #expect(promise.future.progress == 0)
