@@ -112,6 +112,9 @@ extension FutureStorage {
         releaseOutsideLock(keepAlive)
         releaseOutsideLock(keepUpstream)
         if let progressChange {
+            if let (source, follower) = progressChange.unfollow {
+                (source.resolved as? any ProgressNode)?.removeProgressFollower(follower)
+            }
             root.progressAdopted(changed: progressChange.changed, observers: progressChange.observers, refollow: progressChange.refollow)
         }
         switch plan {

@@ -78,7 +78,12 @@ extension FutureStorage {
     final func reserveLeavingUpstream(for newCompleter: AnyObject, from origin: AnyObject) -> UpstreamLink?? {
         var detached: (any ConsumerSource)? = nil  // released after the lock, unless returned
         defer { releaseOutsideLock(detached) }
-        return withState { $0.handOverLocked(to: newCompleter, from: origin, detaching: &detached) }
+        var unfollow = false
+        return withState({ $0.handOverLocked(to: newCompleter, from: origin, detaching: &detached, unfollow: &unfollow) }) {
+            node, link in
+            if unfollow, let detached { node.stopFollowing(detached) }
+            return link
+        }
     }
 
     // MARK: The drain

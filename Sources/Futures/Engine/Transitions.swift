@@ -244,7 +244,8 @@ extension FutureStorage {
     final func handOverLocked(
         to newCompleter: AnyObject,
         from origin: AnyObject,
-        detaching detached: inout (any ConsumerSource)?
+        detaching detached: inout (any ConsumerSource)?,
+        unfollow: inout Bool
     ) -> UpstreamLink?? {
         assertLocked()
         defer { checkInvariants() }
@@ -255,6 +256,10 @@ extension FutureStorage {
             guard accepts(origin) else { return nil }
             ensureExtras.handCompletion(to: newCompleter)
             swap(&detached, &upstream)
+            if detached != nil, let progress, progress.forwarding {
+                progress.forwarding = false  // its listener on the detached upstream goes (after the lock)
+                unfollow = true
+            }
             guard let upstream = detached else { return .some(nil) }
             let (withdrawal, key) = departure
             return UpstreamLink(source: upstream, withdrawal: withdrawal, key: key)

@@ -184,11 +184,16 @@ extension Future {
         let count = members.count  // not `members`: the join must not hold never-like ones strongly
         promise.storage.setProgressDemand { target in
             let meter = Guarded(JoinMeter(count: count, kind: progress))
+            let key = ObjectIdentifier(target)
             for (index, member) in state.allMembers() {
-                member.observeProgress { value, _ in
+                member.observeProgress(follower: key) { value, _ in
                     target.setProgress(meter.withLock { $0.record(value, at: index) }, from: nil)
                 }
             }
+            // Decided, the join leaves its members' progress: a long-lived loser keeps nothing of it.
+            target.register({ _ in
+                for (_, member) in state.allMembers() { member.removeProgressFollower(key) }
+            }, asConsumer: false)
         }
         return promise.future
     }

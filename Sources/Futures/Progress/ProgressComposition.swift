@@ -64,7 +64,10 @@ struct ProgressRelation {
 /// What an adoption changed in the adopter's progress, for after the locks: the new value and
 /// version if it changed, the observers to tell, and whether the adopter followed its old upstream
 /// (it then follows the new one).
-typealias ProgressChange = (changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool)
+typealias ProgressChange = (
+    changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool,
+    unfollow: (source: any ConsumerSource, follower: ObjectIdentifier)?
+)
 
 extension FutureStorage {
     /// This adopter merges `target`: the target drives the merged future from now on, composed
@@ -86,7 +89,11 @@ extension FutureStorage {
         let ownSaw = state.value
         var moved: [ProgressObserver] = []
         var movedSaw = 0.0
+        // A target that followed its upstream leaves its listener there (this future follows that
+        // upstream itself from now on, if it is to).
+        var unfollow: (source: any ConsumerSource, follower: ObjectIdentifier)? = nil
         if let targetState = target.progress {
+            if targetState.forwarding, let source = target.upstream { unfollow = (source, ObjectIdentifier(target)) }
             moved = targetState.observers
             movedSaw = targetState.value
             state.takeObservers(of: targetState)
@@ -100,9 +107,9 @@ extension FutureStorage {
         state.forwarding = false
         let bumped = state.update(atLeast: movedSaw) != nil
         let told = (state.value != ownSaw ? ownObservers : []) + (state.value != movedSaw ? moved : [])
-        guard !told.isEmpty else { return (nil, [], refollow) }
+        guard !told.isEmpty else { return (nil, [], refollow, unfollow) }
         if !bumped { state.version += 1 }
-        return ((state.value, state.version), told, refollow)
+        return ((state.value, state.version), told, refollow, unfollow)
     }
 
     /// This adopter waits on a future whose progress is `innerProgress` (both futures' locks held).
@@ -125,6 +132,6 @@ extension ProgressState {
         let refollow = forwarding
         forwarding = false
         let changed = update()
-        return (changed, changed == nil ? [] : observers, refollow)
+        return (changed, changed == nil ? [] : observers, refollow, nil)
     }
 }

@@ -94,7 +94,8 @@ protocol ProgressNode: AnyObject, Sendable {
     func addProgressObserver(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) -> (Double, UInt64)
     /// Takes the following listener of `follower` off, if it is still here.
     func removeProgressFollower(_ follower: ObjectIdentifier)
-    /// Whether the future is still pending (a follower that is not has nothing more to hear).
+    /// Whether this very future is still pending: not completed, nor merged into another (a
+    /// follower that is not has nothing more to hear).
     var isPendingForProgress: Bool { get }
     /// Progress arrived from the upstream `source` this future follows.
     func receiveUpstreamProgress(_ value: Double, version: UInt64, from source: ObjectIdentifier)
@@ -172,10 +173,13 @@ extension FutureStorage: ProgressNode {
 
     /// Adds a progress observer (told the current value now if it is above 0) and makes this future
     /// follow its upstream if it does not yet.
+    ///
+    /// A `follower` (a join following its members) names the observer, so that it can take it off
+    /// again with ``removeProgressFollower(_:)``.
     @usableFromInline
-    func observeProgress(_ observer: @escaping ProgressObserver) {
+    func observeProgress(follower: ObjectIdentifier? = nil, _ observer: @escaping ProgressObserver) {
         let node = root()
-        let (current, version) = node.addProgressObserver(observer, follower: nil)
+        let (current, version) = node.addProgressObserver(observer, follower: follower)
         if current > 0 { observer(current, version) }
         Self.startFollowing(node)
     }
@@ -197,9 +201,9 @@ extension FutureStorage: ProgressNode {
                     Drain.schedule(follower, { ($0 as! any ProgressNode).applyOfferedProgress() })
                 }
             }, follower: key)
-            // A follower that completes takes its listener off the upstream; one that completed
-            // before the listener was added does so here (either its removal came after the add,
-            // or this check sees it completed).
+            // A follower that completes, or is merged into another future, takes its listener
+            // off the upstream; one that did so before the listener was added does it here
+            // (either its removal came after the add, or this check sees it completed or linked).
             if !follower.isPendingForProgress { upstream.removeProgressFollower(key) }
             follower.receiveUpstreamProgress(current, version: version, from: source)
             node = upstream
@@ -251,7 +255,7 @@ extension FutureStorage: ProgressNode {
     }
 
     @usableFromInline
-    var isPendingForProgress: Bool { withState { $0.phase == .pending } }
+    var isPendingForProgress: Bool { LockTable.withLock(self) { phase == .pending } }
 
     @usableFromInline
     func receiveUpstreamProgress(_ incoming: Double, version: UInt64, from source: ObjectIdentifier) {

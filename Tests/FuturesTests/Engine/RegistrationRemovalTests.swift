@@ -1,4 +1,5 @@
 import Dispatch
+import FuturesTestSupport
 import Testing
 @testable import Futures
 
@@ -100,6 +101,40 @@ struct RegistrationRemovalTests {
         #expect(all.outcome?.error is Failure)
         #expect(entryCount(promise.future) == 1)
         promise.succeed(1)
+        #expect(keeper.outcome?.value == 1)
+    }
+
+    /// A future that followed a long-lived one's progress leaves it however it ends: merged into
+    /// an adopter (which follows in its place) and cancelled there, timed out, or as a decided join.
+    @Test func progressFollowersLeaveHoweverTheyEnd() async {
+        let source = Promise<Int>()
+        let keeper = source.future.map(on: .immediate) { $0 }
+
+        let follower = source.future.map(on: .immediate) { $0 }
+        follower.whenProgress(on: .immediate) { _ in }
+        #expect(progressListenerCount(source.future) == 1)
+        let adopter = Future(value: 1).flatMap(on: .immediate) { _ in follower }
+        #expect(progressListenerCount(source.future) == 1, "the adopter follows in the merged follower's place")
+        #expect(adopter.cancel())
+        #expect(progressListenerCount(source.future) == 0)
+
+        let clock = ManualClock()
+        let timed = source.future.timeout(after: .seconds(5), clock: clock)
+        #expect(timed.progress == 0)
+        #expect(progressListenerCount(source.future) == 1)
+        clock.advance(by: .seconds(5))
+        #expect(await timed.result.error as? FutureError == .timedOut)
+        #expect(progressListenerCount(source.future) == 0)
+
+        let winner = Promise<Int>()
+        let race = Future.race([source.future, winner.future])
+        race.whenProgress(on: .immediate) { _ in }
+        #expect(progressListenerCount(source.future) == 1)
+        #expect(winner.succeed(2))
+        #expect(race.outcome?.value == 2)
+        #expect(progressListenerCount(source.future) == 0)
+
+        #expect(source.succeed(1))
         #expect(keeper.outcome?.value == 1)
     }
 
@@ -345,6 +380,12 @@ private func consumerCount<Value>(_ future: Future<Value>) -> Int32 {
 }
 
 /// How many callbacks a future's root holds.
+/// The progress observers on `future` (user handlers and the listeners of followers).
+private func progressListenerCount<Value>(_ future: Future<Value>) -> Int {
+    let root = future.storage.root()
+    return LockTable.withLock(root) { root.progress?.observers.count ?? 0 }
+}
+
 private func entryCount<Value>(_ future: Future<Value>) -> Int {
     let root = future.storage.root()
     return LockTable.withLock(root) { root.callbacks.count }
