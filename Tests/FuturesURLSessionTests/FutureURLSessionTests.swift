@@ -9,12 +9,14 @@ import Testing
 
 typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
-/// Every test starts its own server on 127.0.0.1 and its own session.
-@Suite(.timeLimit(.minutes(1))) struct FutureURLSessionTests {
+/// Every test starts its own server on 127.0.0.1 and its own session. The time limit stops a hung
+/// test long before CI's, and is generous because under ThreadSanitizer on two cores the whole
+/// suite waits minutes for the busiest tests of other suites.
+@Suite(.timeLimit(.minutes(10))) struct FutureURLSessionTests {
     @Test func loadsASmallBody() async throws {
         let server = try TestServer()
         let session = FutureURLSession()
-        let (data, response) = try await session.data(for: URLRequest(url: server.url("/small"))).value
+        let (data, response) = try await session.data(for: server.request("/small")).value
         #expect(data == TestServer.smallBody)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         try await server.shutdown()
@@ -22,14 +24,14 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func anHTTPErrorStatusIsAResponse() async throws {
         let server = try TestServer()
-        let (_, response) = try await FutureURLSession().data(for: URLRequest(url: server.url("/missing"))).value
+        let (_, response) = try await FutureURLSession().data(for: server.request("/missing")).value
         #expect((response as? HTTPURLResponse)?.statusCode == 404)
         try await server.shutdown()
     }
 
     @Test func reportsProgressAsBytesArrive() async throws {
         let server = try TestServer()
-        let page = FutureURLSession().data(for: URLRequest(url: server.url("/large")))
+        let page = FutureURLSession().data(for: server.request("/large"))
         let seen = Recorder<Double>()
         page.whenProgress(on: .immediate) { seen.append($0) }
         let (data, _) = try await page.value
@@ -43,7 +45,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func progressArrivesBeforeTheResponseEnds() async throws {
         let server = try TestServer()
-        let page = FutureURLSession().data(for: URLRequest(url: server.url("/halves")))
+        let page = FutureURLSession().data(for: server.request("/halves"))
         // The server sends its second half only when the client has reported the first: a session
         // that reported progress only at the end would never finish.
         page.whenProgress(on: .immediate) { progress in
@@ -56,7 +58,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func cancellingTheFutureCancelsTheTask() async throws {
         let server = try TestServer()
-        let page = FutureURLSession().data(for: URLRequest(url: server.url("/trickle")))
+        let page = FutureURLSession().data(for: server.request("/trickle"))
         page.whenProgress(on: .immediate) { _ in _ = page.cancel() }
         // The server sees the connection close: the task itself stopped, not only the future.
         #expect(await server.clientLeftTrickle.result.isSuccess)
@@ -66,7 +68,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func aWithdrawnConsumerCancelsTheTask() async throws {
         let server = try TestServer()
-        let page = FutureURLSession().data(for: URLRequest(url: server.url("/trickle")))
+        let page = FutureURLSession().data(for: server.request("/trickle"))
         let size = page.map { data, _ in data.count }
         page.whenProgress(on: .immediate) { _ in _ = size.cancel() }
         #expect(await server.clientLeftTrickle.result.isSuccess)
@@ -77,11 +79,11 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
     @Test func invalidatingTheSessionCancelsItsTasks() async throws {
         let server = try TestServer()
         let session = FutureURLSession()
-        let page = session.data(for: URLRequest(url: server.url("/trickle")))
+        let page = session.data(for: server.request("/trickle"))
         page.whenProgress(on: .immediate) { _ in session.invalidateAndCancel() }
         // The task ends with URLError.cancelled, which means cancellation.
         #expect(await page.result.isCancelled)
-        let later = session.data(for: URLRequest(url: server.url("/small")))
+        let later = session.data(for: server.request("/small"))
         #expect(later.outcome?.error is FutureURLSession.InvalidatedError)
         try await server.shutdown()
     }
@@ -89,7 +91,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
     @Test func invalidatingWithManyTasksInFlightEndsEveryFuture() async throws {
         let server = try TestServer()
         let session = FutureURLSession()
-        let pages = (0..<20).map { _ in session.data(for: URLRequest(url: server.url("/trickle"))) }
+        let pages = (0..<20).map { _ in session.data(for: server.request("/trickle")) }
         let started = Promise<Void>()
         pages[0].whenProgress(on: .immediate) { _ in _ = started.succeed(()) }
         _ = await started.future.result
@@ -103,10 +105,10 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
     @Test func finishingTasksAndInvalidatingLetsRunningTasksFinish() async throws {
         let server = try TestServer()
         let session = FutureURLSession()
-        let page = session.data(for: URLRequest(url: server.url("/large")))
+        let page = session.data(for: server.request("/large"))
         session.finishTasksAndInvalidate()
         #expect(try await page.value.0 == TestServer.largeBody)
-        let later = session.data(for: URLRequest(url: server.url("/small")))
+        let later = session.data(for: server.request("/small"))
         #expect(later.outcome?.error is FutureURLSession.InvalidatedError)
         session.invalidateAndCancel()   // already invalidated: nothing happens
         try await server.shutdown()
@@ -116,7 +118,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
         let server = try TestServer()
         FutureURLSession.shared.invalidateAndCancel()
         FutureURLSession.shared.finishTasksAndInvalidate()
-        let (data, _) = try await FutureURLSession.shared.data(for: URLRequest(url: server.url("/small"))).value
+        let (data, _) = try await FutureURLSession.shared.data(for: server.request("/small")).value
         #expect(data == TestServer.smallBody)
         try await server.shutdown()
     }
@@ -128,7 +130,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
         do {
             let session = FutureURLSession()
             released = session
-            page = session.data(for: URLRequest(url: server.url("/large")))
+            page = session.data(for: server.request("/large"))
         }
         #expect(released == nil)
         #expect(try await page.value.0 == TestServer.largeBody)
@@ -137,7 +139,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func aRefusedConnectionIsAnErrorNotACancellation() async throws {
         let port = try TestServer.refusedPort()
-        let request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/small")!)
+        let request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/small")!, timeoutInterval: TestServer.timeout)
         let outcome = await FutureURLSession().data(for: request).result
         #expect(!outcome.isCancelled)
         #expect(outcome.error is URLError)
@@ -145,7 +147,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func downloadsIntoAFileTheCallerOwns() async throws {
         let server = try TestServer()
-        let download = FutureURLSession().download(for: URLRequest(url: server.url("/large")))
+        let download = FutureURLSession().download(for: server.request("/large"))
         let seen = Recorder<Double>()
         download.whenProgress(on: .immediate) { seen.append($0) }
         let (file, response) = try await download.value
@@ -158,7 +160,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func uploadsAndReportsBytesSent() async throws {
         let server = try TestServer()
-        var request = URLRequest(url: server.url("/echo"))
+        var request = server.request("/echo")
         request.httpMethod = "POST"
         let upload = FutureURLSession().upload(for: request, from: TestServer.largeBody)
         let seen = Recorder<Double>()

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Futures
 import NIOCore
 import NIOHTTP1
@@ -34,6 +37,13 @@ final class TestServer: Sendable {
     func openGate() { _ = gate.succeed(()) }
 
     func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+
+    /// How long a request may wait for bytes. `URLRequest`'s default, a minute, is too short on a
+    /// loaded CI machine running a sanitizer, where a transfer's threads can wait that long.
+    static let timeout: TimeInterval = 600
+
+    /// A GET request for `path`, with ``timeout``.
+    func request(_ path: String) -> URLRequest { URLRequest(url: url(path), timeoutInterval: Self.timeout) }
 
     init() throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
