@@ -46,10 +46,11 @@ extension FutureStorage {
 
     /// Makes this future complete with `inner`'s outcome (collapsing), if `origin` may complete it.
     ///
-    /// If `inner` has no consumer of its own, it is merged into this future (it becomes a link to
-    /// it, and its callbacks and handlers move here), so chains of adoptions, like a recursive
-    /// `flatMap` loop, never grow. Otherwise (or if `inner` is a deferred future not started yet,
-    /// which it then starts) this future waits on `inner` as its consumer. Either way the two join
+    /// If `inner` has no consumer of its own (a future that adopted it earlier is one), it is merged
+    /// into this future (it becomes a link to it, and its callbacks and handlers move here), so
+    /// chains of adoptions, like a recursive `flatMap` loop, never grow. Otherwise (or if `inner` is
+    /// a deferred future not started yet, which it then starts) this future waits on `inner` as its
+    /// consumer: counted apart if `inner` was merged into another future. Either way the two join
     /// one union-find set; adopting a future of one's own set closes a cycle, and the future fails
     /// with ``FutureError/cycle``.
     ///
@@ -96,14 +97,16 @@ extension FutureStorage {
                 case .never:
                     adopter.adoptNeverLocked()
                     return .accepted
-                case .pending where target.consumers == 0 && target.extras?.onDemand == nil:
+                case .pending where target === inner && target.consumers == 0
+                    && target.extras?.linkedConsumers ?? 0 == 0 && target.extras?.onDemand == nil:
                     progressChange = adopter.absorbLocked(
                         target, released: &released, keepAlive: &keepAlive, keepUpstream: &keepUpstream)
                     return .accepted
                 case .pending:
                     // Also a deferred target that has not started: it keeps its own identity (its
                     // work completes it) and starts once the adopter has registered on it.
-                    progressChange = adopter.waitLocked(on: target, token: CompleterToken(), keepUpstream: &keepUpstream)
+                    progressChange = adopter.waitLocked(
+                        on: target, throughLink: target !== inner, token: CompleterToken(), keepUpstream: &keepUpstream)
                     return .wait(target, startsDeferred: target.extras?.onDemand != nil)
                 }
             }
@@ -120,8 +123,10 @@ extension FutureStorage {
         switch plan {
         case .rejected:
             return false
-        case .withdrawn(let target):
-            Cancellation.withdraw(from: target, .uncounted, key: nil)
+        case .withdrawn:
+            // From `inner` itself: if it was merged into another future, that one's adopter still
+            // consumes it.
+            Cancellation.withdraw(from: inner, .uncounted, key: nil)
             return false
         case .accepted:
             return true

@@ -39,7 +39,8 @@ extension FutureStorage {
     /// entry.
     @inlinable
     final var departure: (withdrawal: Withdrawal, key: RegistrationKey) {
-        (consumesUpstream ? .counted : .observer, extras?.upstreamKey ?? RegistrationKey(self))
+        (consumesUpstream ? (consumedThroughLink ? .countedThroughLink : .counted) : .observer,
+         extras?.upstreamKey ?? RegistrationKey(self))
     }
 
     /// The work after a completion, outside the lock: producer cancellation handlers, progress

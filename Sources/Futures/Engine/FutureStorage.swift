@@ -62,6 +62,13 @@ final class Extras<Value: Sendable> {
     /// The token this future's completion cancels, made by the first read of
     /// `Future.completionToken`: later reads share it, so reading it often costs one registration.
     @usableFromInline var completionToken: CancellationToken?
+    /// Consumers that came through a future merged into this one (see
+    /// ``FutureStorage/consumedThroughLink``), counted apart from `consumers`: a future merged in
+    /// is still consumed by its adopter, so their leaving never cancels anything by itself.
+    @usableFromInline var linkedConsumers: Int32 = 0
+    /// Every consumer of this future's own left while some came through a merged future: it is
+    /// cancelled when the last of those leaves too.
+    @usableFromInline var ownConsumersLeft = false
 
     @usableFromInline init() {}
 }
@@ -102,10 +109,11 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// Whether a drain loop owns the callbacks of this completed future (then only that loop
     /// touches `callbacks`; see ``drain()``).
     @exclusivity(unchecked) @usableFromInline final var draining = false
-    /// `immortal`, `consumesUpstream` and `combinesProgress`, packed into the byte left free before
-    /// `consumers` (separate fields cost the object 8 more bytes of padding).
+    /// The bits of ``StorageFlags`` (`immortal`, `consumesUpstream`, ...), packed into the byte left
+    /// free before `consumers` (separate fields cost the object 8 more bytes of padding).
     @exclusivity(unchecked) @usableFromInline final var flags: UInt8 = StorageFlags.consumesUpstream
-    /// Futures derived from this one and tasks awaiting it (observers are not consumers).
+    /// Futures derived from this one and tasks awaiting it (observers are not consumers); those
+    /// that came through a future merged into this one are counted in `Extras.linkedConsumers`.
     @exclusivity(unchecked) @usableFromInline final var consumers: Int32 = 0
     @exclusivity(unchecked) @usableFromInline final var callbacks = CallbackList<Value>()
     // The outcome is `storedOutcome`, in the base class (see ``OutcomeSlot``); it is not optional,
@@ -151,6 +159,12 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     @inlinable final var combinesProgress: Bool {
         get { flag(StorageFlags.combinesProgress) }
         set { setFlag(StorageFlags.combinesProgress, newValue) }
+    }
+    /// This future's registration on its upstream came through a future merged into the upstream's
+    /// set (a consumer of a future that another adopted): it is counted there as a linked consumer.
+    @inlinable final var consumedThroughLink: Bool {
+        get { flag(StorageFlags.consumedThroughLink) }
+        set { setFlag(StorageFlags.consumedThroughLink, newValue) }
     }
     @inlinable final func flag(_ bit: UInt8) -> Bool { flags & bit != 0 }
     @inlinable final func setFlag(_ bit: UInt8, _ on: Bool) { flags = on ? flags | bit : flags & ~bit }
@@ -219,4 +233,5 @@ enum StorageFlags {
     /// The future's producer ended it as a withdrawal would (cancelled, or failed with `.cycle`):
     /// it has used its right to complete, and a later `complete(with:)` of its is refused.
     @inlinable static var producerEnded: UInt8 { 8 }
+    @inlinable static var consumedThroughLink: UInt8 { 16 }
 }

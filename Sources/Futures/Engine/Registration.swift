@@ -12,7 +12,7 @@ extension FutureStorage {
     @inlinable
     final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil) {
         var entry: CallbackEntry<Value>? = .outcome(callback, owner: owner.map(ObjectIdentifier.init))
-        withState({ $0.registerLocked(&entry, counted: asConsumer) }, then: { node, step in node.registered(step, &entry) })
+        withState({ $0.registerLocked(&entry, counted: asConsumer, throughLink: $0 !== self) }, then: { node, step in node.registered(step, &entry) })
     }
 
     /// Adds an observer's success handler that runs inline in the drain loop (`.immediate`),
@@ -36,7 +36,7 @@ extension FutureStorage {
     ) {
         derived.consumesUpstream = consumer
         var entry: CallbackEntry<Value>? = .outcome(callback, owner: ObjectIdentifier(derived))
-        withState({ $0.registerLocked(&entry, derived: derived) }, then: { node, step in node.registered(step, &entry) })
+        withState({ $0.registerLocked(&entry, derived: derived, throughLink: $0 !== self) }, then: { node, step in node.registered(step, &entry) })
     }
 
     /// Registers a join's member sink as a consumer of this future, with the member's index.
@@ -50,7 +50,7 @@ extension FutureStorage {
             // A completed future is never never-like, even if it was immortal (a cancelled future
             // derived from `never`): its outcome reaches the join, if later than this call.
             let neverLike = node.phase == .never || (node.phase == .pending && node.immortal)
-            return (node.registerLocked(&entry, counted: true), neverLike)
+            return (node.registerLocked(&entry, counted: true, throughLink: node !== self), neverLike)
         }, then: { node, step in
             node.registered(step.0, &entry)
             return step.neverLike

@@ -40,9 +40,10 @@ extension FutureStorage {
 
     // MARK: Registration
 
-    /// Stores `entry` (taking it out of the caller's optional), counting a consumer if `counted`.
+    /// Stores `entry` (taking it out of the caller's optional), counting a consumer if `counted`:
+    /// apart, if it came `throughLink` (it registered on a future merged into this one).
     @inlinable @inline(__always)
-    final func registerLocked(_ entry: inout CallbackEntry<Value>?, counted: Bool) -> RegisterStep {
+    final func registerLocked(_ entry: inout CallbackEntry<Value>?, counted: Bool, throughLink: Bool = false) -> RegisterStep {
         assertLocked()
         defer { checkInvariants() }
         switch phase {
@@ -55,7 +56,9 @@ extension FutureStorage {
         case .pending:
             callbacks.append(entry.take()!)
             mayHoldChain = true
-            if counted { consumers += 1 }
+            if counted {
+                if throughLink { ensureExtras.linkedConsumers += 1 } else { consumers += 1 }
+            }
             return extras?.onDemand == nil ? .done : .demand
         case .completed:
             guard draining else { return .idle }  // every callback registered before this one has run
@@ -65,14 +68,20 @@ extension FutureStorage {
         }
     }
 
-    /// ``registerLocked(_:counted:)`` for a future derived from this one, which records this future
-    /// as its upstream now, before the callback can run: weakly if this future is immortal. A future
-    /// derived from `never` is immortal. (`derived` is not shared yet: only this lock guards it.)
+    /// ``registerLocked(_:counted:throughLink:)`` for a future derived from this one, which records
+    /// this future as its upstream now, before the callback can run: weakly if this future is
+    /// immortal. A future derived from `never` is immortal. (`derived` is not shared yet: only this
+    /// lock guards it.)
     @inlinable
-    final func registerLocked<Derived>(_ entry: inout CallbackEntry<Value>?, derived: FutureStorage<Derived>) -> RegisterStep {
-        let step = registerLocked(&entry, counted: derived.consumesUpstream)
+    final func registerLocked<Derived>(
+        _ entry: inout CallbackEntry<Value>?,
+        derived: FutureStorage<Derived>,
+        throughLink: Bool = false
+    ) -> RegisterStep {
+        let step = registerLocked(&entry, counted: derived.consumesUpstream, throughLink: throughLink)
         switch phase {
         case .pending:
+            derived.consumedThroughLink = throughLink && derived.consumesUpstream
             if immortal {
                 derived.immortal = true
                 derived.upstream = WeakSource(self)
@@ -271,20 +280,40 @@ extension FutureStorage {
     /// A registrant leaves (see ``Withdrawal``): a consumer lowers the count, and a future left
     /// with no consumer is cancelled here, atomically with that decision. The registrant's entry
     /// is taken off separately (``removeLocked(_:)``), only when the future stays pending.
+    ///
+    /// A consumer that came through a future merged into this one (`throughLink`, or
+    /// `.countedThroughLink`) never cancels it by leaving: the merged future is still consumed by
+    /// its adopter. Only when this future's own consumers have all left too is it cancelled.
     @inlinable
-    final func withdrawLocked(_ withdrawal: Withdrawal, into work: inout CompletionWork) -> WithdrawStep {
+    final func withdrawLocked(
+        _ withdrawal: Withdrawal,
+        throughLink: Bool = false,
+        into work: inout CompletionWork
+    ) -> WithdrawStep {
         assertLocked()
         defer { checkInvariants() }
         switch phase {
         case .linked: linkedFutureTrap()
         case .completed, .never: return .kept
         case .pending:
+            let throughLink = throughLink || withdrawal == .countedThroughLink
             switch withdrawal {
             case .observer: return .stillPending
-            case .counted: if consumers > 0 { consumers -= 1 }
+            case .counted, .countedThroughLink:
+                if throughLink {
+                    if let extras, extras.linkedConsumers > 0 { extras.linkedConsumers -= 1 }
+                } else if consumers > 0 {
+                    consumers -= 1
+                }
             case .uncounted: break
             }
             if consumers > 0 { return .stillPending }
+            if throughLink {
+                guard let extras, extras.ownConsumersLeft, extras.linkedConsumers == 0 else { return .stillPending }
+            } else if let extras, extras.linkedConsumers > 0 {
+                extras.ownConsumersLeft = true
+                return .stillPending
+            }
             // Cancelled: its callbacks, the leaving one's included, run (and are released) now.
             enterCompleted(.cancelled, into: &work)
             return .cancelled
@@ -326,7 +355,8 @@ extension FutureStorage {
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
-        guard phase == .pending, target.phase == .pending, target.consumers == 0, target.extras?.onDemand == nil else {
+        guard phase == .pending, target.phase == .pending, target.consumers == 0,
+              target.extras?.linkedConsumers ?? 0 == 0, target.extras?.onDemand == nil else {
             unexpected("merged a future that has consumers, or into one that is not pending")
         }
         let extras = ensureExtras
@@ -348,6 +378,7 @@ extension FutureStorage {
         }
         let progressChange = composeProgressOnMerge(with: target)
         consumesUpstream = target.consumesUpstream
+        consumedThroughLink = target.consumedThroughLink
         // The target's registration on its source stays as it is: withdraw by its key.
         extras.upstreamKey = target.extras?.upstreamKey ?? RegistrationKey(target)
         swap(&upstream, &target.upstream)  // the adopter's own source has completed
@@ -372,13 +403,15 @@ extension FutureStorage {
     /// `keepUpstream`, for the caller to release after the locks.
     final func waitLocked(
         on target: FutureStorage<Value>,
+        throughLink: Bool,
         token: CompleterToken,
         keepUpstream: inout (any ConsumerSource)?
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
         guard phase == .pending, target.phase == .pending else { unexpected("an adopter waits on a future that is not pending") }
-        target.consumers += 1
+        if throughLink { target.ensureExtras.linkedConsumers += 1 } else { target.consumers += 1 }
+        consumedThroughLink = throughLink
         let extras = ensureExtras
         extras.handCompletion(to: token)
         extras.waitingOn = target
@@ -455,7 +488,7 @@ extension FutureStorage {
     @usableFromInline
     final func checkInvariantsNow() {
         LockChecks.assertHolds(self)
-        precondition(consumers >= 0, "a future counts fewer than zero consumers")
+        precondition(consumers >= 0 && extras?.linkedConsumers ?? 0 >= 0, "a future counts fewer than zero consumers")
         switch phase {
         case .pending:
             precondition(!draining, "a pending future is draining")
