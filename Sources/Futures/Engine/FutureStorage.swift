@@ -62,13 +62,13 @@ final class Extras<Value: Sendable> {
     /// The token this future's completion cancels, made by the first read of
     /// `Future.completionToken`: later reads share it, so reading it often costs one registration.
     @usableFromInline var completionToken: CancellationToken?
+    /// Every consumer of this future's own left while some came through a merged future: it is
+    /// cancelled when the last of those leaves too.
+    @usableFromInline var ownConsumersLeft = false
     /// Consumers that came through a future merged into this one (see
     /// ``FutureStorage/consumedThroughLink``), counted apart from `consumers`: a future merged in
     /// is still consumed by its adopter, so their leaving never cancels anything by itself.
     @usableFromInline var linkedConsumers: Int32 = 0
-    /// Every consumer of this future's own left while some came through a merged future: it is
-    /// cancelled when the last of those leaves too.
-    @usableFromInline var ownConsumersLeft = false
 
     @usableFromInline init() {}
 }
