@@ -126,6 +126,10 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
     /// (`map`, `recover`, `flatMap`, ...) or adopting each other, every future of the cycle fails
     /// with ``FutureError/cycle`` as it closes. A cycle through a join is not detected.
     ///
+    /// If the future was cancelled before it completed, the call is refused, and counts as a
+    /// consumer of `other` that withdrew at once: `other` is cancelled unless something else
+    /// consumes it. Every such call does so, not only the first.
+    ///
     /// - Parameter other: the future to adopt.
     /// - Returns: `true` if this call decided the future's outcome.
     @discardableResult

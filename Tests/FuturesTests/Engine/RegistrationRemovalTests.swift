@@ -299,14 +299,21 @@ struct WithdrawalAccountingTests {
         }
     }
 
-    /// A promise whose future was cancelled before it completed withdraws from the future it is
-    /// then given: nothing needs that one any more.
-    @Test func aPromiseCancelledFirstWithdrawsFromTheFutureItIsGiven() {
+    /// A promise whose future was cancelled before it completed withdraws from each future it is
+    /// then given: nothing needs those any more, unless something else consumes them.
+    @Test func aPromiseCancelledFirstWithdrawsFromEachFutureItIsGiven() {
         let promise = Promise<Int>()
         _ = promise.future.cancel()
         let given = Promise<Int>()
         #expect(!promise.complete(with: given.future))
         #expect(given.future.outcome?.isCancelled == true)
+        let second = Promise<Int>()
+        #expect(!promise.complete(with: second.future))
+        #expect(second.future.outcome?.isCancelled == true)
+        let consumed = Promise<Int>()
+        let consumer = consumed.future.map(on: .immediate) { $0 }
+        #expect(!promise.complete(with: consumed.future))
+        #expect(consumed.future.isPending && consumer.isPending)
     }
 
     /// A promise that completed with one future, and whose future was cancelled after, refuses a
