@@ -60,7 +60,8 @@ func report(_ line: String) {
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
 let counters = Locked((programs: 0, steps: 0))
-/// The seed each worker runs now, `nil` once it has stopped.
+/// The program each worker runs now, named by the number that generated it (to replay a stuck one);
+/// `nil` once the worker has stopped.
 let running = Locked<[Int: UInt64]>([:])
 let stop = Locked(false)
 let failure = Locked<String?>(nil)
