@@ -96,6 +96,7 @@ public final class FutureURLSession: Sendable {
     public func invalidateAndCancel() {
         guard !isShared, delegate.invalidate() else { return }
         session.invalidateAndCancel()
+        delegate.cancelAll()
     }
 
     /// Lets the session's tasks finish, then invalidates it: their futures complete as usual, and
@@ -302,6 +303,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     /// The session is invalid: on Linux it may drop its delegate before telling it that the tasks
     /// cancelled with it have completed, so whatever is still tracked ends here, cancelled.
     func urlSession(_ session: URLSession, didBecomeInvalidWithError error: (any Error)?) {
+        cancelAll()
+    }
+
+    /// Ends the future of every task still tracked `.cancelled`, and stops tracking them. Called as
+    /// the session cancels them: on Linux a cancelled task can stay in the session's registry, so
+    /// neither its completion nor the session's invalidation may ever reach this delegate.
+    func cancelAll() {
         let orphans = lock.withLockHeld {
             defer { tasks.removeAll() }
             return Array(tasks.values)
