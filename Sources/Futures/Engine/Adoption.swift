@@ -97,8 +97,7 @@ extension FutureStorage {
                 case .never:
                     adopter.adoptNeverLocked()
                     return .accepted
-                case .pending where target === inner && target.consumers == 0
-                    && target.extras?.linkedConsumers ?? 0 == 0 && target.extras?.onDemand == nil:
+                case .pending where target === inner && target.isMergeableLocked:
                     progressChange = adopter.absorbLocked(
                         target, released: &released, keepAlive: &keepAlive, keepUpstream: &keepUpstream)
                     return .accepted

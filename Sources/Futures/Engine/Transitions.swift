@@ -76,7 +76,7 @@ extension FutureStorage {
     final func registerLocked<Derived>(
         _ entry: inout CallbackEntry<Value>?,
         derived: FutureStorage<Derived>,
-        throughLink: Bool = false
+        throughLink: Bool
     ) -> RegisterStep {
         let step = registerLocked(&entry, counted: derived.consumesUpstream, throughLink: throughLink)
         switch phase {
@@ -182,7 +182,7 @@ extension FutureStorage {
     }
 
     /// The edge from pending to completed, for ``completeLocked(_:from:into:)`` and
-    /// ``withdrawLocked(_:into:)``: callbacks go to the drain (taken by the caller's drain loop), the
+    /// ``withdrawLocked(_:throughLink:into:)``: callbacks go to the drain (taken by the caller's drain loop), the
     /// upstream, the extras box and the progress observers move into `work`.
     @inlinable @inline(__always)
     final func enterCompleted(_ outcome: Outcome<Value>, into work: inout CompletionWork) {
@@ -287,7 +287,7 @@ extension FutureStorage {
     @inlinable
     final func withdrawLocked(
         _ withdrawal: Withdrawal,
-        throughLink: Bool = false,
+        throughLink: Bool,
         into work: inout CompletionWork
     ) -> WithdrawStep {
         assertLocked()
@@ -355,8 +355,7 @@ extension FutureStorage {
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
-        guard phase == .pending, target.phase == .pending, target.consumers == 0,
-              target.extras?.linkedConsumers ?? 0 == 0, target.extras?.onDemand == nil else {
+        guard phase == .pending, target.isMergeableLocked else {
             unexpected("merged a future that has consumers, or into one that is not pending")
         }
         let extras = ensureExtras
@@ -433,6 +432,18 @@ extension FutureStorage {
         checkInvariants()
         target.checkInvariants()
         return progressChange
+    }
+
+    /// Whether a future that adopts this one may merge it (caller holds the lock): it is pending,
+    /// nothing consumes it (neither its own consumers nor any that came through a future merged
+    /// into it) and it is not a deferred future that has yet to start. The adopter must also hold
+    /// it directly, not through a link: a future already merged into one adopter is waited on by a
+    /// second.
+    @inlinable
+    final var isMergeableLocked: Bool {
+        assertLocked()
+        return phase == .pending && consumers == 0
+            && extras?.linkedConsumers ?? 0 == 0 && extras?.onDemand == nil
     }
 
     /// This pending adopter adopted `never`: nothing but cancellation completes it now.
