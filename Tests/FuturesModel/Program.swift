@@ -244,33 +244,9 @@ extension Program {
     }
 
     /// Whether the inputs of every join and `flatMap` are independent (see ``random(seed:length:)``),
-    /// counting the futures promises adopt and the ties consumers make, every adopted future is
-    /// its adopter's alone, and no token guards a future below another it guards.
+    /// counting the futures promises adopt and the ties consumers make, and no token guards a
+    /// future below another it guards.
     public var isWellFormed: Bool {
-        // A future that another adopts (a `flatMap`'s or a deferred future's inner one, or a
-        // promise's `complete(with:)`) may be merged into its adopter, and then shares its
-        // consumers and progress: what a later consumer, cancellation or progress read of the
-        // adopted future sees is not yet what the rules say (see the known issue in
-        // ModelBasedTests). So an adopted future is named by its adoption alone.
-        var uses: [Int: Int] = [:]
-        var adoptedIDs: Set<Int> = []
-        for step in steps {
-            switch step {
-            case .make(_, let kind, _, _):
-                for input in kind.inputs { uses[input, default: 0] += 1 }
-                switch kind {
-                case .flatMap(_, let inner), .deferred(let inner): adoptedIDs.insert(inner)
-                default: break
-                }
-            case .completeWith(_, let other):
-                uses[other, default: 0] += 1
-                adoptedIDs.insert(other)
-            case .cancel(let id):
-                uses[id, default: 0] += 1
-            default: break
-            }
-        }
-        if adoptedIDs.contains(where: { uses[$0, default: 0] > 1 }) { return false }
         // Everything a node depends on: its ancestors, with a cancellation source as `-1 - id` and
         // the clock as `Int.min`.
         var ancestry: [Int: Set<Int>] = [:]

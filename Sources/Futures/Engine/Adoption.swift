@@ -46,28 +46,34 @@ extension FutureStorage {
 
     /// Makes this future complete with `inner`'s outcome (collapsing), if `origin` may complete it.
     ///
-    /// If `inner` has no consumer of its own (a future that adopted it earlier is one), it is merged
-    /// into this future (it becomes a link to it, and its callbacks and handlers move here), so
-    /// chains of adoptions, like a recursive `flatMap` loop, never grow. Otherwise (or if `inner` is
-    /// a deferred future not started yet, which it then starts) this future waits on `inner` as its
-    /// consumer: counted apart if `inner` was merged into another future. Either way the two join
-    /// one union-find set; adopting a future of one's own set closes a cycle, and the future fails
-    /// with ``FutureError/cycle``.
+    /// If `inner` has no registrant (see ``isMergeableLocked``), it is merged into this future (it
+    /// becomes a link to it, and its handlers and progress move here), so chains of adoptions, like
+    /// a recursive `flatMap` loop, never grow. Otherwise (or if `inner` is a deferred future not
+    /// started yet, which it then starts) this future waits on `inner` as its consumer; if `inner`
+    /// was merged into another future, that set is split first (see ``split()``), and this one
+    /// waits on `inner`'s own state. Adopting a future of one's own set (merged, or waited on)
+    /// closes a cycle, and the future fails with ``FutureError/cycle``.
     ///
     /// - Returns: `true` if this call was allowed to complete the future.
     @usableFromInline @discardableResult
     final func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
         var root = self
-        var released: (CallbackList<Value>, Extras<Value>?) = (CallbackList(), nil)
+        var released: Extras<Value>? = nil
         // Strong references taken under the adoption lock; released after it, because releasing
         // the last one could free a pending future and run user code (a broken promise's callbacks).
         var keepAlive: [AnyObject] = []
         var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
         var progressChange: ProgressChange?  // to report after the locks
+        var split: (FutureStorage<Value>, ProgressChange?)?  // a set split to wait on `inner`'s state
         let plan: AdoptionPlan = adoptionLock.withLock {
-            root = self.root(collecting: &keepAlive)
-            let target = inner.root(collecting: &keepAlive)
-            let adopter = root
+            let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &keepAlive)
+            root = adopter
+            var (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive)
+            if target !== adopter, targetDepth > 0, let (state, change) = Self.split(target, at: targetDepth, keepAlive: &keepAlive) {
+                split = (target, change)
+                target = state
+                targetDepth = 0
+            }
             let members: [any CycleNode]?
             if target === adopter {
                 members = []
@@ -97,15 +103,18 @@ extension FutureStorage {
                 case .never:
                     adopter.adoptNeverLocked()
                     return .accepted
-                case .pending where target === inner && target.isMergeableLocked:
+                case .pending where targetDepth == 0 && target.isMergeableLocked
+                    && Int64(adopterDepth) + 1 + Int64(target.extras?.depth ?? 0) < Int64(Int32.max):
+                    // (A set as deep as `Int32` counts is not made deeper: the adopter waits, and the
+                    // target's set goes on from there.)
                     progressChange = adopter.absorbLocked(
-                        target, released: &released, keepAlive: &keepAlive, keepUpstream: &keepUpstream)
+                        target, depth: adopterDepth + 1, released: &released, keepAlive: &keepAlive,
+                        keepUpstream: &keepUpstream)
                     return .accepted
                 case .pending:
                     // Also a deferred target that has not started: it keeps its own identity (its
                     // work completes it) and starts once the adopter has registered on it.
-                    progressChange = adopter.waitLocked(
-                        on: target, throughLink: target !== inner, token: CompleterToken(), keepUpstream: &keepUpstream)
+                    progressChange = adopter.waitLocked(on: target, token: CompleterToken(), keepUpstream: &keepUpstream)
                     return .wait(target, startsDeferred: target.extras?.onDemand != nil)
                 }
             }
@@ -113,6 +122,7 @@ extension FutureStorage {
         releaseOutsideLock(released)
         releaseOutsideLock(keepAlive)
         releaseOutsideLock(keepUpstream)
+        if let (splitRoot, change) = split, let change { splitRoot.progressSplit(change) }
         if let progressChange {
             if let (source, follower) = progressChange.unfollow {
                 (source.resolved as? any ProgressNode)?.removeProgressFollower(follower)
@@ -123,8 +133,8 @@ extension FutureStorage {
         case .rejected:
             return false
         case .withdrawn:
-            // From `inner` itself: if it was merged into another future, that one's adopter still
-            // consumes it.
+            // From `inner` itself: if it is merged into another future, that one's adopter still
+            // consumes it, and this cancels nothing.
             Cancellation.withdraw(from: inner, .uncounted, key: nil)
             return false
         case .accepted:
@@ -146,3 +156,51 @@ extension FutureStorage {
 /// Serialises adoptions, so finding a set's representative and joining two sets is atomic.
 /// Taken before any stripe lock, never while holding one, and no user code runs under it.
 let adoptionLock = Lock()
+
+/// Splitting a merge set: a registrant arrives on a future merged into another that is still
+/// pending. It must not share that future's fate (cancelling the adopter would cancel it too), so
+/// the futures merged at its depth and below get a state of their own again, which the adopter
+/// waits on (see ``FutureStorage/splitLocked(at:into:keepUpstream:)``).
+extension FutureStorage {
+    /// Splits the set this future is merged into, at this future's depth, unless it holds its own
+    /// state already or the set has completed.
+    @usableFromInline @inline(never)
+    final func split() {
+        var keepAlive: [AnyObject] = []
+        let split: (FutureStorage<Value>, ProgressChange?)? = adoptionLock.withLock {
+            let (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive)
+            guard depth > 0, let (_, change) = Self.split(root, at: depth, keepAlive: &keepAlive) else { return nil }
+            return (root, change)
+        }
+        releaseOutsideLock(keepAlive)
+        if let (root, change) = split, let change { root.progressSplit(change) }
+    }
+
+    /// Splits `root`'s set at `depth` if `root` is pending (caller holds the adoption lock): returns
+    /// the future that holds the state of the futures at `depth` and below, and what the split
+    /// changed in `root`'s progress. References to release go into `keepAlive`.
+    static func split(
+        _ root: FutureStorage<Value>,
+        at depth: Int32,
+        keepAlive: inout [AnyObject]
+    ) -> (FutureStorage<Value>, ProgressChange?)? {
+        let state = FutureStorage<Value>()
+        var keepUpstream: (any ConsumerSource)?
+        let change: ProgressChange?? = LockTable.withLocks(root, state) {
+            guard root.phase == .pending else { return nil }
+            return .some(root.splitLocked(at: depth, into: state, keepUpstream: &keepUpstream))
+        }
+        if let keepUpstream { keepAlive.append(keepUpstream as AnyObject) }
+        guard let change else { return nil }
+        return (state, change)
+    }
+
+    /// After a split, outside the locks: `root` stops following the progress of the upstream the
+    /// new future took over, and follows that future instead, if it followed progress.
+    final func progressSplit(_ change: ProgressChange) {
+        if let (source, follower) = change.unfollow {
+            (source.resolved as? any ProgressNode)?.removeProgressFollower(follower)
+        }
+        progressAdopted(changed: change.changed, observers: change.observers, refollow: change.refollow)
+    }
+}

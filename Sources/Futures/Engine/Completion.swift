@@ -34,12 +34,33 @@ extension FutureStorage {
         }
     }
 
+    /// ``finish(_:origin:)`` for the future `depth` below this one in its merge set, wherever its
+    /// state is kept: the callback of a future that waits on the part of its set that was split
+    /// off (see ``splitLocked(at:into:keepUpstream:)``) completes that future, which a later split
+    /// may move again.
+    @usableFromInline @inline(never)
+    final func finish(_ outcome: Outcome<Value>, origin: AnyObject?, below depth: Int32) -> Bool {
+        if depth == 0 { return finish(outcome, origin: origin) }
+        var work = CompletionWork()
+        let (node, _) = lockedRoot(startingAt: depth)
+        return withExtendedLifetime(node) {
+            let step = node.completeLocked(outcome, from: origin, into: &work)
+            LockTable.release(LockTable.lock(at: LockTable.index(of: node)))
+            switch step {
+            case .rejected: return false
+            case .won:
+                if let link = node.afterCompletion(&work) { Cancellation.withdraw(from: link) }
+                return true
+            }
+        }
+    }
+
     /// How this pending future leaves its upstream (caller holds the lock, `extras` still attached):
     /// as a consumer, or, for an `observe()` branch, only taking its entry off; and the key of that
     /// entry.
     @inlinable
     final var departure: (withdrawal: Withdrawal, key: RegistrationKey) {
-        (consumesUpstream ? (consumedThroughLink ? .countedThroughLink : .counted) : .observer,
+        (consumesUpstream ? .counted : .observer,
          extras?.upstreamKey ?? RegistrationKey(self))
     }
 
@@ -50,7 +71,7 @@ extension FutureStorage {
     final func afterCompletion(_ work: inout CompletionWork) -> UpstreamLink? {
         // The extras box was detached under the lock, so nothing else reaches it now.
         if work.cancelled, let extras = work.extras {
-            for handler in unsafeDowncast(extras, to: Extras<Value>.self).cancelHandlers { handler() }
+            for handler in unsafeDowncast(extras, to: Extras<Value>.self).cancelHandlers { handler.run() }
         }
         if let (observers, final) = work.progress, let (value, version) = final {
             for observer in observers { observer(value, version) }

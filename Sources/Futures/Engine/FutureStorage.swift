@@ -37,8 +37,9 @@ final class Extras<Value: Sendable> {
         completer = ObjectIdentifier(object)
         completerObject = object
     }
-    /// The producer's `onCancel` handlers.
-    @usableFromInline var cancelHandlers: [@Sendable () -> Void] = []
+    /// The producers' `onCancel` handlers, each with the depth of the future whose producer added
+    /// it (see ``MergeForward``).
+    @usableFromInline var cancelHandlers: [CancelHandler] = []
     /// Callbacks registered on a completed future while its drain runs (see
     /// ``FutureStorage/drain()``); the drain owner takes them after its current batch.
     @usableFromInline var lateCallbacks = CallbackList<Value>()
@@ -62,15 +63,39 @@ final class Extras<Value: Sendable> {
     /// The token this future's completion cancels, made by the first read of
     /// `Future.completionToken`: later reads share it, so reading it often costs one registration.
     @usableFromInline var completionToken: CancellationToken?
-    /// Every consumer of this future's own left while some came through a merged future: it is
-    /// cancelled when the last of those leaves too.
-    @usableFromInline var ownConsumersLeft = false
-    /// Consumers that came through a future merged into this one (see
-    /// ``FutureStorage/consumedThroughLink``), counted apart from `consumers`: a future merged in
-    /// is still consumed by its adopter, so their leaving never cancels anything by itself.
-    @usableFromInline var linkedConsumers: Int32 = 0
+    /// Where the futures merged into this one at `forward.depth` and below keep their state since
+    /// a consumer arrived on one of them (see ``FutureStorage/split(at:)``); kept after completion.
+    @usableFromInline var forward: MergeForward<Value>?
+    /// The depth of the deepest future merged into this one (0: none).
+    @usableFromInline var depth: Int32 = 0
 
     @usableFromInline init() {}
+}
+
+/// A producer cancellation handler, with the depth (below the future that holds the state) of the
+/// future whose producer added it.
+@usableFromInline
+struct CancelHandler {
+    @usableFromInline var depth: Int32
+    @usableFromInline let run: @Sendable () -> Void
+
+    @inlinable init(depth: Int32, run: @escaping @Sendable () -> Void) {
+        self.depth = depth
+        self.run = run
+    }
+}
+
+/// A merge set that was split: the futures merged at `depth` and below (relative to the future
+/// holding this) keep their state in `target` from then on, at depth minus `depth` there.
+@usableFromInline
+final class MergeForward<Value: Sendable> {
+    @usableFromInline let depth: Int32
+    @usableFromInline let target: FutureStorage<Value>
+
+    @usableFromInline init(depth: Int32, target: FutureStorage<Value>) {
+        self.depth = depth
+        self.target = target
+    }
 }
 
 /// Holds a future's outcome. It is a generic base class whose parameter is the outcome's own type
@@ -112,8 +137,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// The bits of ``StorageFlags`` (`immortal`, `consumesUpstream`, ...), packed into the byte left
     /// free before `consumers` (separate fields cost the object 8 more bytes of padding).
     @exclusivity(unchecked) @usableFromInline final var flags: UInt8 = StorageFlags.consumesUpstream
-    /// Futures derived from this one and tasks awaiting it (observers are not consumers); those
-    /// that came through a future merged into this one are counted in `Extras.linkedConsumers`.
+    /// Futures derived from this one and tasks awaiting it (observers are not consumers). In a
+    /// linked future, which has none, its depth below its `link` instead (``linkDepth``).
     @exclusivity(unchecked) @usableFromInline final var consumers: Int32 = 0
     @exclusivity(unchecked) @usableFromInline final var callbacks = CallbackList<Value>()
     // The outcome is `storedOutcome`, in the base class (see ``OutcomeSlot``); it is not optional,
@@ -131,6 +156,15 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
             assert(upstream == nil || phase == .linked, "a link would replace a pending future's upstream")
             upstream = newValue
         }
+    }
+    /// How far below its `link` this linked future is: 1 for the future its link adopted, more
+    /// once path compression skipped futures between them. Shares its slot with `consumers`.
+    @inlinable final var linkDepth: Int32 {
+        get {
+            assert(phase == .linked, "only a linked future has a link depth")
+            return consumers
+        }
+        set { consumers = newValue }
     }
     @exclusivity(unchecked) @usableFromInline final var extras: Extras<Value>?
     /// The future this one consumes (its source, or the future it waits on after adopting it), to
@@ -159,12 +193,6 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     @inlinable final var combinesProgress: Bool {
         get { flag(StorageFlags.combinesProgress) }
         set { setFlag(StorageFlags.combinesProgress, newValue) }
-    }
-    /// This future's registration on its upstream came through a future merged into the upstream's
-    /// set (a consumer of a future that another adopted): it is counted there as a linked consumer.
-    @inlinable final var consumedThroughLink: Bool {
-        get { flag(StorageFlags.consumedThroughLink) }
-        set { setFlag(StorageFlags.consumedThroughLink, newValue) }
     }
     @inlinable final func flag(_ bit: UInt8) -> Bool { flags & bit != 0 }
     @inlinable final func setFlag(_ bit: UInt8, _ on: Bool) { flags = on ? flags | bit : flags & ~bit }
@@ -233,5 +261,4 @@ enum StorageFlags {
     /// The future's producer ended it as a withdrawal would (cancelled, or failed with `.cycle`):
     /// it has used its right to complete, and a later `complete(with:)` of its is refused.
     @inlinable static var producerEnded: UInt8 { 8 }
-    @inlinable static var consumedThroughLink: UInt8 { 16 }
 }

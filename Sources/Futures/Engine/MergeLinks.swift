@@ -21,7 +21,7 @@ extension FutureStorage {
             return action(self, step)
         }
         LockTable.release(lock)
-        let root = lockedRoot()
+        let root = lockedRoot().0
         // `root` stays alive past the unlock: its release must not fold into the critical region
         // (it cannot be the last reference while `self` links to it, but nothing needs that).
         return withExtendedLifetime(root) {
@@ -32,15 +32,15 @@ extension FutureStorage {
     }
 
     /// The future that holds the state of this merged one, returned with its stripe lock held
-    /// (see ``withState(_:then:)``).
+    /// (see ``withState(_:then:)``), and this one's depth below it.
     @usableFromInline @inline(never)
-    final func lockedRoot() -> FutureStorage<Value> {
-        var node = root()
+    final func lockedRoot(startingAt start: Int32 = 0) -> (FutureStorage<Value>, depth: Int32) {
+        var (node, depth) = rootAndDepth(startingAt: start)
         while true {
             let lock = LockTable.acquire(node)
-            if node.phase != .linked { return node }
+            if node.nextInWalkLocked(depth: depth) == nil { return (node, depth) }
             LockTable.release(lock)
-            node = node.root()  // merged again meanwhile
+            (node, depth) = node.rootAndDepth(startingAt: depth)  // merged or split again meanwhile
         }
     }
 
@@ -50,13 +50,102 @@ extension FutureStorage {
         withState(transition, then: { _, step in step })
     }
 
+    /// ``withState(_:then:)`` for a consumer's call (a registration, a progress read): if this
+    /// future was merged into another that is still pending, the merge set is split first (see
+    /// ``split(at:)``), so that the transition runs on the state of this future's own, at depth 0.
+    @inlinable @inline(__always)
+    final func withOwnState<Step, Result>(
+        _ transition: (FutureStorage<Value>) -> Step,
+        then action: (FutureStorage<Value>, Step) -> Result
+    ) -> Result {
+        let lock = LockTable.acquire(self)
+        if phase != .linked {
+            let step = transition(self)
+            LockTable.release(lock)
+            return action(self, step)
+        }
+        LockTable.release(lock)
+        let root = lockedOwnRoot()
+        return withExtendedLifetime(root) {
+            let step = transition(root)
+            LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
+            return action(root, step)
+        }
+    }
+
+    /// ``withOwnState(_:then:)`` with nothing to do after the lock.
+    @inlinable
+    final func withOwnState<Step>(_ transition: (FutureStorage<Value>) -> Step) -> Step {
+        withOwnState(transition, then: { _, step in step })
+    }
+
+    /// ``lockedRoot()`` for a consumer's call: splits the merge set until this future's state is
+    /// its own (depth 0), or the future holding it has completed (it then has this one's outcome).
+    @usableFromInline @inline(never)
+    final func lockedOwnRoot() -> FutureStorage<Value> {
+        while true {
+            let (root, depth) = lockedRoot()
+            if depth == 0 || root.phase != .pending { return root }
+            LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
+            split()
+        }
+    }
+
+    /// The future that holds this one's state for a consumer's call (see ``lockedOwnRoot()``).
+    @usableFromInline
+    final func ownRoot() -> FutureStorage<Value> {
+        if LockTable.withLock(self, { phase != .linked }) { return self }
+        let root = lockedOwnRoot()
+        LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
+        return root
+    }
+
+    /// ``withState(_:then:)`` for a call that depends on how deep below the future holding the
+    /// state this one is (a cancellation handler records it; a withdrawal from a future that is
+    /// still consumed by its adopter cancels nothing).
+    @inlinable @inline(__always)
+    final func withStateAndDepth<Step, Result>(
+        _ transition: (FutureStorage<Value>, Int32) -> Step,
+        then action: (FutureStorage<Value>, Step) -> Result
+    ) -> Result {
+        let lock = LockTable.acquire(self)
+        if phase != .linked {
+            let step = transition(self, 0)
+            LockTable.release(lock)
+            return action(self, step)
+        }
+        LockTable.release(lock)
+        let (root, depth) = lockedRoot()
+        return withExtendedLifetime(root) {
+            let step = transition(root, depth)
+            LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
+            return action(root, step)
+        }
+    }
+
+    /// The next future of a walk that reached this one with the walk's start `depth` below it
+    /// (caller holds the lock): its link, or, past a split, the future the forward names; `nil`
+    /// if this future holds the start's state.
+    @inlinable
+    final func nextInWalkLocked(depth: Int32) -> (FutureStorage<Value>, depth: Int32)? {
+        if phase == .linked { return (link!, depth + linkDepth) }
+        if let forward = extras?.forward, depth >= forward.depth { return (forward.target, depth - forward.depth) }
+        return nil
+    }
+
     /// Follows links to the future that holds the state, shortening the path it walked.
     @usableFromInline
     final func root() -> FutureStorage<Value> {
+        rootAndDepth().0
+    }
+
+    /// ``root()``, and this future's depth below it.
+    @usableFromInline
+    final func rootAndDepth(startingAt depth: Int32 = 0) -> (FutureStorage<Value>, depth: Int32) {
         var garbage: [AnyObject] = []
-        let root = root(collecting: &garbage)
+        let found = rootAndDepth(startingAt: depth, collecting: &garbage)
         releaseOutsideLock(garbage)
-        return root
+        return found
     }
 
     /// ``root()``, handing the references the walk drops (links it rewrote, the futures it passed)
@@ -64,29 +153,62 @@ extension FutureStorage {
     /// the last of them may free a future.
     @usableFromInline
     final func root(collecting garbage: inout [AnyObject]) -> FutureStorage<Value> {
+        rootAndDepth(startingAt: 0, collecting: &garbage).0
+    }
+
+    /// ``rootAndDepth(startingAt:)``, collecting what the walk drops (see ``root(collecting:)``).
+    ///
+    /// Path compression points each linked future it passed at the end of its run of links: the
+    /// next future that is not linked, with the depths added up. It never skips a future that
+    /// holds a forward: whether a walk follows it depends on the depth the walk started from.
+    @usableFromInline
+    final func rootAndDepth(
+        startingAt startDepth: Int32,
+        collecting garbage: inout [AnyObject]
+    ) -> (FutureStorage<Value>, depth: Int32) {
         var node = self
-        var visited: [FutureStorage<Value>] = []
-        while let next = LockTable.withLock(node, { node.phase == .linked ? node.link : nil }) {
-            visited.append(node)
-            node = next
-        }
-        if visited.count > 1 {
-            let root = node
-            for step in visited.dropLast() {
-                // Another compressor may have rewritten this link already, so the old target is not
-                // necessarily in `visited`: release it after the lock, never under it.
-                let old = LockTable.withLock(step) { () -> FutureStorage<Value>? in
-                    var taken: FutureStorage<Value>? = root
-                    swap(&taken, &step.link)
-                    return taken
-                }
-                if let old { garbage.append(old) }
+        var depth = startDepth
+        // The linked futures passed since the last future that is not linked, with the walk's
+        // depth below each.
+        var run: [(FutureStorage<Value>, Int32)] = []
+        while true {
+            let (step, linked) = LockTable.withLock(node) { (node.nextInWalkLocked(depth: depth), node.phase == .linked) }
+            guard let (next, nextDepth) = step else { break }
+            if linked {
+                run.append((node, depth))
+            } else {
+                Self.compress(run, to: node, depth: depth, garbage: &garbage)
+                run.removeAll()
             }
+            garbage.append(node)
+            node = next
+            depth = nextDepth
         }
-        // One by one: appending the array as a sequence would look up a witness table on every
-        // call, linked or not (the compiler hoists it to the top).
-        for passed in visited { garbage.append(passed) }
-        return node
+        Self.compress(run, to: node, depth: depth, garbage: &garbage)
+        return (node, depth)
+    }
+
+    /// Points the linked futures of one run (each with the walk's depth below it) straight at
+    /// `end`, which the walk reached `depth` below; the last already points there.
+    private static func compress(
+        _ run: [(FutureStorage<Value>, Int32)],
+        to end: FutureStorage<Value>,
+        depth: Int32,
+        garbage: inout [AnyObject]
+    ) {
+        guard run.count > 1 else { return }
+        for (step, stepDepth) in run.dropLast() {
+            // Another compressor may have rewritten this link already, so the old target is not
+            // necessarily in the run: release it after the lock, never under it. Its depth below
+            // `end` is the same whichever walk computes it.
+            let old = LockTable.withLock(step) { () -> FutureStorage<Value>? in
+                var taken: FutureStorage<Value>? = end
+                swap(&taken, &step.link)
+                step.linkDepth = depth - stepDepth
+                return taken
+            }
+            if let old { garbage.append(old) }
+        }
     }
 
     /// The outcome, or `nil` while pending.

@@ -12,7 +12,7 @@ extension FutureStorage {
     @inlinable
     final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil) {
         var entry: CallbackEntry<Value>? = .outcome(callback, owner: owner.map(ObjectIdentifier.init))
-        withState({ $0.registerLocked(&entry, counted: asConsumer, throughLink: $0 !== self) }, then: { node, step in node.registered(step, &entry) })
+        withOwnState({ $0.registerLocked(&entry, counted: asConsumer) }, then: { node, step in node.registered(step, &entry) })
     }
 
     /// Adds an observer's success handler that runs inline in the drain loop (`.immediate`),
@@ -20,7 +20,7 @@ extension FutureStorage {
     @inlinable
     final func registerInlineSuccess(_ body: @escaping @Sendable (Value) -> Void) {
         var entry: CallbackEntry<Value>? = .success(body)
-        withState({ $0.registerLocked(&entry, counted: false) }, then: { node, step in node.registered(step, &entry) })
+        withOwnState({ $0.registerLocked(&entry, counted: false) }, then: { node, step in node.registered(step, &entry) })
     }
 
     /// Registers `callback` for a future derived from this one: its consumer (or, for an
@@ -36,7 +36,7 @@ extension FutureStorage {
     ) {
         derived.consumesUpstream = consumer
         var entry: CallbackEntry<Value>? = .outcome(callback, owner: ObjectIdentifier(derived))
-        withState({ $0.registerLocked(&entry, derived: derived, throughLink: $0 !== self) }, then: { node, step in node.registered(step, &entry) })
+        withOwnState({ $0.registerLocked(&entry, derived: derived) }, then: { node, step in node.registered(step, &entry) })
     }
 
     /// Registers a join's member sink as a consumer of this future, with the member's index.
@@ -46,11 +46,11 @@ extension FutureStorage {
     @inlinable
     final func registerMember(_ sink: MemberSink<Value>, index: Int) -> Bool {
         var entry: CallbackEntry<Value>? = .member(sink, index: index)
-        return withState({ node -> (RegisterStep, neverLike: Bool) in
+        return withOwnState({ node -> (RegisterStep, neverLike: Bool) in
             // A completed future is never never-like, even if it was immortal (a cancelled future
             // derived from `never`): its outcome reaches the join, if later than this call.
             let neverLike = node.phase == .never || (node.phase == .pending && node.immortal)
-            return (node.registerLocked(&entry, counted: true, throughLink: node !== self), neverLike)
+            return (node.registerLocked(&entry, counted: true), neverLike)
         }, then: { node, step in
             node.registered(step.0, &entry)
             return step.neverLike
@@ -111,7 +111,7 @@ extension FutureStorage {
     /// Adds a producer cancellation handler; runs it now if the future is already cancelled.
     @inlinable
     final func onCancel(_ handler: @escaping @Sendable () -> Void) {
-        let step = withState { $0.addCancelHandlerLocked(handler) }
+        let step = withStateAndDepth({ $0.addCancelHandlerLocked(handler, depth: $1) }, then: { $1 })
         switch step {
         case .runNow: handler()
         case .stored: break
@@ -124,7 +124,7 @@ extension FutureStorage {
     /// that cancels it.
     final func completionToken() -> CancellationToken {
         var entry: CallbackEntry<Value>? = nil
-        return withState({ $0.completionTokenLocked(registering: &entry) }, then: { node, made in
+        return withOwnState({ $0.completionTokenLocked(registering: &entry) }, then: { node, made in
             if let step = made.registered { node.registered(step, &entry) }
             return made.token
         })

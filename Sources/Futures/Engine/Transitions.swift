@@ -29,6 +29,9 @@
 ///   merge (adopt a future  adopter pending               adopter pending, target's state    absorbLocked
 ///     with no consumer)    target pending                target linked
 ///   wait (adopt another)   adopter pending               adopter pending, waiting on target waitLocked
+///   split (a registrant    pending, with futures         pending, waiting on a new future   splitLocked
+///     arrives on a merged  merged at the depth           that holds their state; forward
+///     future)                                            recorded to it
 ///   adopt never            pending                       pending, completed by nobody       adoptNeverLocked
 ///   adopt into a cycle     pending                       pending, completer a token         handToTokenLocked
 /// ```
@@ -40,10 +43,9 @@ extension FutureStorage {
 
     // MARK: Registration
 
-    /// Stores `entry` (taking it out of the caller's optional), counting a consumer if `counted`:
-    /// apart, if it came `throughLink` (it registered on a future merged into this one).
+    /// Stores `entry` (taking it out of the caller's optional), counting a consumer if `counted`.
     @inlinable @inline(__always)
-    final func registerLocked(_ entry: inout CallbackEntry<Value>?, counted: Bool, throughLink: Bool = false) -> RegisterStep {
+    final func registerLocked(_ entry: inout CallbackEntry<Value>?, counted: Bool) -> RegisterStep {
         assertLocked()
         defer { checkInvariants() }
         switch phase {
@@ -56,9 +58,7 @@ extension FutureStorage {
         case .pending:
             callbacks.append(entry.take()!)
             mayHoldChain = true
-            if counted {
-                if throughLink { ensureExtras.linkedConsumers += 1 } else { consumers += 1 }
-            }
+            if counted { consumers += 1 }
             return extras?.onDemand == nil ? .done : .demand
         case .completed:
             guard draining else { return .idle }  // every callback registered before this one has run
@@ -68,20 +68,18 @@ extension FutureStorage {
         }
     }
 
-    /// ``registerLocked(_:counted:throughLink:)`` for a future derived from this one, which records
+    /// ``registerLocked(_:counted:)`` for a future derived from this one, which records
     /// this future as its upstream now, before the callback can run: weakly if this future is
     /// immortal. A future derived from `never` is immortal. (`derived` is not shared yet: only this
     /// lock guards it.)
     @inlinable
     final func registerLocked<Derived>(
         _ entry: inout CallbackEntry<Value>?,
-        derived: FutureStorage<Derived>,
-        throughLink: Bool
+        derived: FutureStorage<Derived>
     ) -> RegisterStep {
-        let step = registerLocked(&entry, counted: derived.consumesUpstream, throughLink: throughLink)
+        let step = registerLocked(&entry, counted: derived.consumesUpstream)
         switch phase {
         case .pending:
-            derived.consumedThroughLink = throughLink && derived.consumesUpstream
             if immortal {
                 derived.immortal = true
                 derived.upstream = WeakSource(self)
@@ -113,9 +111,10 @@ extension FutureStorage {
         return true
     }
 
-    /// Stores a producer cancellation handler on a pending future, or says what to do with it.
+    /// Stores a producer cancellation handler on a pending future, or says what to do with it; the
+    /// producer's future is `depth` below this one (see ``CancelHandler``).
     @inlinable
-    final func addCancelHandlerLocked(_ handler: @escaping @Sendable () -> Void) -> HandlerStep {
+    final func addCancelHandlerLocked(_ handler: @escaping @Sendable () -> Void, depth: Int32) -> HandlerStep {
         assertLocked()
         defer { checkInvariants() }
         switch phase {
@@ -123,7 +122,7 @@ extension FutureStorage {
         case .never: return .drop
         case .completed: return result?.isCancelled == true ? .runNow : .drop
         case .pending:
-            ensureExtras.cancelHandlers.append(handler)
+            ensureExtras.cancelHandlers.append(CancelHandler(depth: depth, run: handler))
             return .stored
         }
     }
@@ -197,7 +196,8 @@ extension FutureStorage {
         swap(&work.upstream, &upstream)
         if let extras {
             work.extras = self.extras.take()  // moved out: released after the unlock
-            if extras.completer != nil, !outcome.isSuccess, Self.endsAsWithdrawal(outcome) { keepCompleterLocked(extras) }
+            let keepsCompleter = extras.completer != nil && !outcome.isSuccess && Self.endsAsWithdrawal(outcome)
+            if keepsCompleter || extras.forward != nil { keepLocked(extras, completer: keepsCompleter) }
         }
         if let progress {
             work.progress = progress.complete(success: outcome.isSuccess)
@@ -217,16 +217,23 @@ extension FutureStorage {
         }
     }
 
-    /// A future that ended cancelled (or failed as a member of a cycle) after its producer handed
-    /// the right to complete on keeps who held it: a box of its own, allocated on this rare path
-    /// only (an adopter waiting on a future with other consumers, then cancelled). A later
-    /// `complete(with:)` from the producer is then a second completion, refused, and leaves the
-    /// future it brings alone (see ``refusal(of:from:)``).
+    /// What a completed future keeps of its extras, in a box of its own, allocated on these rare
+    /// paths only:
+    /// - ended cancelled (or failed as a member of a cycle) after its producer handed the right to
+    ///   complete on (an adopter waiting on a future with other consumers, then cancelled), it
+    ///   keeps who held that right (`completer`). A later `complete(with:)` from the producer is
+    ///   then a second completion, refused, and leaves the future it brings alone (see
+    ///   ``refusal(of:from:)``);
+    /// - split, it keeps its forward: the producer of a future merged into it still completes
+    ///   through its link.
     @usableFromInline @inline(never)
-    final func keepCompleterLocked(_ old: Extras<Value>) {
+    final func keepLocked(_ old: Extras<Value>, completer: Bool) {
         let kept = Extras<Value>()
-        kept.completer = old.completer
-        kept.completerObject = old.completerObject
+        if completer {
+            kept.completer = old.completer
+            kept.completerObject = old.completerObject
+        }
+        kept.forward = old.forward
         extras = kept
     }
 
@@ -281,13 +288,13 @@ extension FutureStorage {
     /// with no consumer is cancelled here, atomically with that decision. The registrant's entry
     /// is taken off separately (``removeLocked(_:)``), only when the future stays pending.
     ///
-    /// A consumer that came through a future merged into this one (`throughLink`, or
-    /// `.countedThroughLink`) never cancels it by leaving: the merged future is still consumed by
-    /// its adopter. Only when this future's own consumers have all left too is it cancelled.
+    /// A withdrawal from a future merged into this one (`depth` below it) cancels nothing: that
+    /// future is still consumed by its adopter. (Only an adopter that withdrew as it arrived leaves
+    /// that way: every other registrant on a merged future splits the set first, see ``split()``.)
     @inlinable
     final func withdrawLocked(
         _ withdrawal: Withdrawal,
-        throughLink: Bool,
+        depth: Int32,
         into work: inout CompletionWork
     ) -> WithdrawStep {
         assertLocked()
@@ -296,24 +303,16 @@ extension FutureStorage {
         case .linked: linkedFutureTrap()
         case .completed, .never: return .kept
         case .pending:
-            let throughLink = throughLink || withdrawal == .countedThroughLink
+            if depth > 0 {
+                assert(withdrawal == .uncounted, "a registrant left a merged future it never registered on")
+                return .stillPending
+            }
             switch withdrawal {
             case .observer: return .stillPending
-            case .counted, .countedThroughLink:
-                if throughLink {
-                    if let extras, extras.linkedConsumers > 0 { extras.linkedConsumers -= 1 }
-                } else if consumers > 0 {
-                    consumers -= 1
-                }
+            case .counted: if consumers > 0 { consumers -= 1 }
             case .uncounted: break
             }
             if consumers > 0 { return .stillPending }
-            if throughLink {
-                guard let extras, extras.ownConsumersLeft, extras.linkedConsumers == 0 else { return .stillPending }
-            } else if let extras, extras.linkedConsumers > 0 {
-                extras.ownConsumersLeft = true
-                return .stillPending
-            }
             // Cancelled: its callbacks, the leaving one's included, run (and are released) now.
             enterCompleted(.cancelled, into: &work)
             return .cancelled
@@ -343,20 +342,23 @@ extension FutureStorage {
 
     // MARK: Adoption (both futures' locks held, and the adoption lock)
 
-    /// Makes `target`, pending with no consumer and no deferred work, a link to this pending
-    /// adopter, which takes over its callbacks, consumers, upstream, right to complete, cancel
-    /// handlers and progress. The references the merge drops are moved into `released` and
-    /// `keepAlive`, for the caller to release after the locks.
+    /// Makes `target` (see ``isMergeableLocked``) a link to this pending adopter, `depth` below it,
+    /// and this future takes over its right to complete, upstream, cancel handlers, progress and
+    /// forward; nothing else depends on the target as a separate future. The references the merge
+    /// drops are moved into `released` and `keepAlive`, for the caller to release after the locks.
     final func absorbLocked(
         _ target: FutureStorage<Value>,
-        released: inout (CallbackList<Value>, Extras<Value>?),
+        depth: Int32,
+        released: inout Extras<Value>?,
         keepAlive: inout [AnyObject],
         keepUpstream: inout (any ConsumerSource)?
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
-        guard phase == .pending, target.isMergeableLocked else {
-            unexpected("merged a future that has consumers, or into one that is not pending")
+        // An adopter was never split: its producer handed the right to complete to whatever it
+        // adopted first, so a split set's root refuses every adoption.
+        guard phase == .pending, target.isMergeableLocked, extras?.forward == nil, depth > 0 else {
+            unexpected("merged a future that has registrants, or into one that is not pending")
         }
         let extras = ensureExtras
         if let targetExtras = target.extras, let completer = targetExtras.completer {
@@ -368,49 +370,120 @@ extension FutureStorage {
         let waitingOn = target.extras?.waitingOn
         extras.waitingOn = waitingOn
         if let waitingOn { keepAlive.append(waitingOn) }  // released after the locks
-        if let moved = target.extras?.cancelHandlers { extras.cancelHandlers.append(contentsOf: moved) }
-        if extras.completionToken == nil { extras.completionToken = target.extras?.completionToken }
+        if let moved = target.extras?.cancelHandlers {
+            for handler in moved { extras.cancelHandlers.append(CancelHandler(depth: handler.depth + depth, run: handler.run)) }
+        }
         // (A merged join only ever adopts `never`: an adopter has no demand of its own to replace,
         // and none is released here.)
         if extras.onProgressDemand == nil, let demand = target.extras?.onProgressDemand {
             extras.onProgressDemand = demand
         }
+        if let forward = target.extras?.forward {
+            extras.forward = MergeForward(depth: forward.depth + depth, target: forward.target)
+        }
+        extras.depth = depth + (target.extras?.depth ?? 0)
         let progressChange = composeProgressOnMerge(with: target)
         consumesUpstream = target.consumesUpstream
-        consumedThroughLink = target.consumedThroughLink
         // The target's registration on its source stays as it is: withdraw by its key.
         extras.upstreamKey = target.extras?.upstreamKey ?? RegistrationKey(target)
         swap(&upstream, &target.upstream)  // the adopter's own source has completed
         swap(&keepUpstream, &target.upstream)  // released after the lock
         immortal = target.immortal
-        consumers += target.consumers
-        callbacks.append(contentsOf: target.callbacks)
-        mayHoldChain = mayHoldChain || !target.callbacks.isEmpty
-        swap(&released.0, &target.callbacks)
-        swap(&released.1, &target.extras)
+        swap(&released, &target.extras)
         target.phase = .linked
         target.link = self
+        target.linkDepth = depth
         target.mayHoldChain = true
         checkInvariants()
         target.checkInvariants()
         return progressChange
     }
 
+    /// Splits this pending future's merge set at `depth` (both futures' locks held, and the adoption
+    /// lock): `state`, new, takes over what belongs to the futures merged at `depth` and below (the
+    /// right to complete, the future waited on, upstream, their cancel handlers, a join's progress
+    /// source, the progress relation below `depth`, forwards further down), and this future waits
+    /// on it, as if it had never merged them. Walks that come through links from `depth` or below
+    /// follow the forward recorded here to `state`. The old upstream moves into `keepUpstream`.
+    final func splitLocked(
+        at depth: Int32,
+        into state: FutureStorage<Value>,
+        keepUpstream: inout (any ConsumerSource)?
+    ) -> ProgressChange? {
+        assertLocked()
+        state.assertLocked()
+        guard phase == .pending, let extras, depth > 0, depth <= extras.depth, state.phase == .pending else {
+            unexpected("split a future that is not pending, or below its deepest merged future")
+        }
+        let moved = state.ensureExtras
+        moved.completer = extras.completer
+        moved.completerObject = extras.completerObject
+        moved.waitingOn = extras.waitingOn
+        var kept: [CancelHandler] = []
+        for handler in extras.cancelHandlers {
+            if handler.depth >= depth {
+                moved.cancelHandlers.append(CancelHandler(depth: handler.depth - depth, run: handler.run))
+            } else {
+                kept.append(handler)
+            }
+        }
+        extras.cancelHandlers = kept
+        swap(&moved.onProgressDemand, &extras.onProgressDemand)
+        if let forward = extras.forward {
+            moved.forward = MergeForward(depth: forward.depth - depth, target: forward.target)
+        }
+        moved.depth = extras.depth - depth
+        moved.upstreamKey = extras.upstreamKey ?? RegistrationKey(self)
+        state.consumesUpstream = consumesUpstream
+        state.immortal = immortal
+        swap(&state.upstream, &upstream)
+        state.mayHoldChain = true
+        // Progress: the new future is driven as this one was, without the weights of the futures
+        // above `depth`; this one then waits on it, its value unchanged.
+        let relation = currentRelation
+        var below = relation
+        below.offset = 0
+        below.scale = 1
+        var above = relation
+        above.weight = nil
+        above.adopted = false
+        above.ownPart = 0
+        above.innerPart = 0
+        var unfollow: (source: any ConsumerSource, follower: ObjectIdentifier)? = nil
+        if let progress {
+            let split = ProgressState(relation: below)
+            split.version = progress.version
+            _ = split.update()
+            state.progress = split
+            progress.relation = above
+            if progress.forwarding, let source = state.upstream { unfollow = (source, ObjectIdentifier(self)) }
+        } else {
+            moved.progressRelation = below
+            extras.progressRelation = above
+        }
+        extras.forward = MergeForward(depth: depth, target: state)
+        extras.depth = depth - 1
+        let change = waitLocked(on: state, token: CompleterToken(), finishing: depth - 1, keepUpstream: &keepUpstream)
+        if let unfollow { return (change?.changed, change?.observers ?? [], change?.refollow ?? false, unfollow) }
+        return change
+    }
+
     /// Makes this pending adopter wait on `target` (pending, with consumers or deferred work) as
     /// its consumer: registers on it the callback that completes this future, holding `token`,
     /// the only completer this future accepts from now on. The old upstream (completed) moves into
-    /// `keepUpstream`, for the caller to release after the locks.
+    /// `keepUpstream`, for the caller to release after the locks. The callback completes the future
+    /// `finishing` below this one (see ``finish(_:origin:below:)``): this one, unless it waits for
+    /// the part of its own set that a split moved to `target`.
     final func waitLocked(
         on target: FutureStorage<Value>,
-        throughLink: Bool,
         token: CompleterToken,
+        finishing depth: Int32 = 0,
         keepUpstream: inout (any ConsumerSource)?
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
         guard phase == .pending, target.phase == .pending else { unexpected("an adopter waits on a future that is not pending") }
-        if throughLink { target.ensureExtras.linkedConsumers += 1 } else { target.consumers += 1 }
-        consumedThroughLink = throughLink
+        target.consumers += 1
         let extras = ensureExtras
         extras.handCompletion(to: token)
         extras.waitingOn = target
@@ -426,7 +499,7 @@ extension FutureStorage {
         // holds nothing), so the adopter's right-to-complete check never depends on the target's
         // lifetime, and no reference cycle forms.
         target.callbacks.append(.outcome({ [self, token] outcome in
-            _ = self.finish(outcome, origin: token)
+            _ = self.finish(outcome, origin: token, below: depth)
         }, owner: ObjectIdentifier(self)))
         target.mayHoldChain = true
         checkInvariants()
@@ -435,15 +508,14 @@ extension FutureStorage {
     }
 
     /// Whether a future that adopts this one may merge it (caller holds the lock): it is pending,
-    /// nothing consumes it (neither its own consumers nor any that came through a future merged
-    /// into it) and it is not a deferred future that has yet to start. The adopter must also hold
-    /// it directly, not through a link: a future already merged into one adopter is waited on by a
-    /// second.
-    @inlinable
+    /// has no registrant (no consumer, callback, progress observer or completion token: everything
+    /// registered on a merge set belongs to its root, see ``split()``) and is not a deferred future
+    /// that has yet to start. A future already merged into another is split off before a second
+    /// adopter waits on it.
     final var isMergeableLocked: Bool {
         assertLocked()
-        return phase == .pending && consumers == 0
-            && extras?.linkedConsumers ?? 0 == 0 && extras?.onDemand == nil
+        return phase == .pending && consumers == 0 && callbacks.isEmpty
+            && progress?.observers.isEmpty ?? true && extras?.onDemand == nil
     }
 
     /// This pending adopter adopted `never`: nothing but cancellation completes it now.
@@ -499,7 +571,7 @@ extension FutureStorage {
     @usableFromInline
     final func checkInvariantsNow() {
         LockChecks.assertHolds(self)
-        precondition(consumers >= 0 && extras?.linkedConsumers ?? 0 >= 0, "a future counts fewer than zero consumers")
+        precondition(consumers >= 0, "a future counts fewer than zero consumers")
         switch phase {
         case .pending:
             precondition(!draining, "a pending future is draining")
@@ -514,7 +586,7 @@ extension FutureStorage {
         case .linked:
             precondition(upstream != nil, "a linked future has no link")
             precondition(callbacks.isEmpty && extras == nil, "a linked future keeps state of its own")
-            precondition(!draining && consumers == 0, "a linked future drains or counts consumers")
+            precondition(!draining && consumers > 0, "a linked future drains or has no depth below its link")
         case .never:
             precondition(callbacks.isEmpty && upstream == nil && !draining, "never holds state")
         }

@@ -9,7 +9,7 @@ extension FutureStorage {
     @usableFromInline
     final func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
         var work = CompletionWork()
-        return withState({ $0.withdrawLocked(withdrawal, throughLink: $0 !== self, into: &work) }) { node, step in
+        return withStateAndDepth({ $0.withdrawLocked(withdrawal, depth: $1, into: &work) }) { node, step in
             switch step {
             case .kept: return nil
             case .stillPending:
@@ -67,9 +67,6 @@ enum Withdrawal: Sendable {
     /// A consumer counted in `consumers`: its entry goes, and a future left with no consumer is
     /// cancelled.
     case counted
-    /// A consumer counted in `Extras.linkedConsumers` of the future it withdraws from: it came
-    /// through a future merged into that one, so its leaving cancels nothing by itself.
-    case countedThroughLink
     /// A consumer that withdrew as it arrived (never counted, no entry, like an already-cancelled
     /// task): a future with no consumer is cancelled.
     case uncounted

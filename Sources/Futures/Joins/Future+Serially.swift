@@ -73,8 +73,10 @@ extension Future {
             guard let index = candidate else { return }
             let started: Future<Element>
             do { started = try operation(items[index]) } catch { started = Future<Element>(error: error) }
-            started.storage.register({ _ in scheduler.withLock { $0.finished() }.map(start) }, asConsumer: false)
             slots[index].complete(with: started)
+            // On the slot, behind the join's member: a failure fails the join (which cancels the
+            // slots not started yet) before the next item starts.
+            slots[index].future.storage.register({ _ in scheduler.withLock { $0.finished() }.map(start) }, asConsumer: false)
         }
         for index in scheduler.withLock({ $0.initial(limit: limit) }) { start(index) }
         return joined

@@ -164,8 +164,8 @@ extension FutureStorage: ProgressNode {
     /// following, so it is current from then on.
     @usableFromInline
     var currentProgress: Double {
-        Self.startFollowing(self.root())
-        return withState { node in
+        Self.startFollowing(ownRoot())
+        return withOwnState { node in
             if node.phase == .completed, node.result?.isSuccess == true { return 1 }
             return node.progress?.value ?? 0
         }
@@ -178,7 +178,7 @@ extension FutureStorage: ProgressNode {
     /// again with ``removeProgressFollower(_:)``.
     @usableFromInline
     func observeProgress(follower: ObjectIdentifier? = nil, _ observer: @escaping ProgressObserver) {
-        let node = root()
+        let node = ownRoot()
         let (current, version) = node.addProgressObserver(observer, follower: follower)
         if current > 0 { observer(current, version) }
         Self.startFollowing(node)
@@ -231,7 +231,7 @@ extension FutureStorage: ProgressNode {
 
     @usableFromInline
     func addProgressObserver(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) -> (Double, UInt64) {
-        let current: (Double, UInt64) = withState { node in
+        let current: (Double, UInt64) = withOwnState { node in
             switch node.phase {
             case .linked: node.linkedFutureTrap()
             case .never: return (0, 0)

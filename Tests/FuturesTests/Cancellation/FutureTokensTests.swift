@@ -167,15 +167,34 @@ struct FutureTokensTests {
         #expect(source.token.core!.handlerCount == 0, "the registrations went with the futures")
     }
 
-    @Test func theCompletionTokenSurvivesAMerge() {
+    /// A future whose completion token was read has a registrant, so an adopter waits on it: each
+    /// keeps its own token, and both are cancelled when the adopted future completes.
+    @Test func anAdoptedFutureKeepsItsCompletionToken() {
         let adopter = Promise<Int>()
         let inner = Promise<Int>()
-        let beforeMerge = inner.future.completionToken
-        adopter.complete(with: inner.future)  // merged: the token moves with the inner future's state
-        #expect(inner.future.completionToken == beforeMerge)
-        #expect(adopter.future.completionToken == beforeMerge)
+        let innerToken = inner.future.completionToken
+        adopter.complete(with: inner.future)
+        #expect(inner.future.completionToken == innerToken)
+        let adopterToken = adopter.future.completionToken
+        #expect(adopterToken != innerToken)
         inner.succeed(2)
-        #expect(beforeMerge.isCancelled)
+        #expect(innerToken.isCancelled)
+        #expect(adopterToken.isCancelled)
+    }
+
+    /// A completion token read on a future after it was merged into its adopter belongs to that
+    /// future alone: cancelling the adopter leaves it uncancelled while the future has work to do.
+    @Test func aTokenReadOnAMergedFutureIsItsOwn() {
+        let adopter = Promise<Int>()
+        let inner = Promise<Int>()
+        adopter.complete(with: inner.future)  // merged: nothing was registered on `inner` yet
+        let innerToken = inner.future.completionToken
+        let keep = inner.future.map(on: .immediate) { $0 }
+        #expect(adopter.future.cancel())
+        #expect(!innerToken.isCancelled)
+        #expect(inner.succeed(3))
+        #expect(innerToken.isCancelled)
+        #expect(keep.outcome?.value == 3)
     }
 
     @Test func readingTheCompletionTokenStartsADeferredFuture() {

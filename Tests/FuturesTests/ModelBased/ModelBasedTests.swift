@@ -115,25 +115,3 @@ struct ModelBasedTests {
         #expect(reports.isEmpty, "\(reports.joined(separator: "\n\n"))")
     }
 }
-
-/// What the model found that is not fixed yet. A future adopted by another that has no consumer
-/// of its own is merged into its adopter (so that adoption chains run in constant memory), and the
-/// two share one state: cancelling the adopter cancels a consumer that arrived on the adopted
-/// future later, though the adopter is only one of the adopted future's consumers. (That later
-/// consumer's leaving is counted apart and cancels nothing: see `MergedFutureConsumerTests`.) The
-/// generator keeps an adopted future its adopter's alone until this is fixed; this test fails when
-/// it is.
-@Suite("ModelBased: known differences from the rules")
-struct ModelBasedKnownIssueTests {
-    @Test func cancellingTheAdopterLeavesAnAdoptedFutureWithOtherConsumers() {
-        let inner = Promise<Int>()
-        let outer = Promise<Int>()
-        #expect(outer.complete(with: inner.future))
-        let later = inner.future.map(on: .immediate) { $0 }
-        #expect(outer.future.cancel())
-        withKnownIssue("a merged future shares its adopter's outcome") {
-            #expect(inner.future.isPending, "another consumer still needs the adopted future")
-            #expect(later.isPending)
-        }
-    }
-}
