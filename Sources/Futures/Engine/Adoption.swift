@@ -69,6 +69,12 @@ extension FutureStorage {
             let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &keepAlive)
             root = adopter
             var (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive)
+            if target !== adopter, targetDepth > 0 {
+                // A refused adoption splits nothing (checked again below, under both locks).
+                if let refusal = LockTable.withLock(adopter, { adopter.refusal(of: target, from: origin) }) {
+                    return refusal
+                }
+            }
             if target !== adopter, targetDepth > 0, let (state, change) = Self.split(target, at: targetDepth, keepAlive: &keepAlive) {
                 split = (target, change)
                 target = state
@@ -114,7 +120,7 @@ extension FutureStorage {
                 case .pending:
                     // Also a deferred target that has not started: it keeps its own identity (its
                     // work completes it) and starts once the adopter has registered on it.
-                    progressChange = adopter.waitLocked(on: target, token: CompleterToken(), keepUpstream: &keepUpstream)
+                    progressChange = adopter.waitLocked(on: target, token: CompleterToken(), finishing: adopterDepth, keepUpstream: &keepUpstream)
                     return .wait(target, startsDeferred: target.extras?.onDemand != nil)
                 }
             }
@@ -140,12 +146,12 @@ extension FutureStorage {
         case .accepted:
             return true
         case .complete(let outcome):
-            return root.finish(outcome, origin: origin)
+            return self.finish(outcome, origin: origin)
         case .cycle(let members, let token):
             // Every member fails with `.cycle`, from the target on, before the adopter's failure
             // could reach them through their transforms (a `recover` would see it as an error).
             for member in members { member.failAsCycle() }
-            return root.finish(.failure(FutureError.cycle), origin: token)
+            return self.finish(.failure(FutureError.cycle), origin: token)
         case .wait(let target, let startsDeferred):
             if startsDeferred { target.startIfDeferred() }
             return true

@@ -7,7 +7,8 @@ protocol CycleNode: AnyObject {
     func cycleRoot(collecting garbage: inout [AnyObject]) -> any CycleNode
     /// `nil` unless this future is pending; else what it waits for: `upstream`, its source (a
     /// derived future) or the future it adopted; and `jump`, a compressed pointer further along
-    /// the same path (set on adopters only, whose wait never changes).
+    /// the same path (set on adopters only, whose wait changes only in a split, to the new future
+    /// that took over what it waited on: the old pointer still lies on the path).
     func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)?
     /// Points this pending adopter's compressed pointer at `ancestor` (does nothing to others).
     func compressWait(to ancestor: any CycleNode)

@@ -304,7 +304,7 @@ extension FutureStorage {
         case .completed, .never: return .kept
         case .pending:
             if depth > 0 {
-                assert(withdrawal == .uncounted, "a registrant left a merged future it never registered on")
+                precondition(withdrawal == .uncounted, "a registrant left a merged future it never registered on")
                 return .stillPending
             }
             switch withdrawal {
@@ -457,6 +457,7 @@ extension FutureStorage {
             state.progress = split
             progress.relation = above
             if progress.forwarding, let source = state.upstream { unfollow = (source, ObjectIdentifier(self)) }
+            progress.followed = nil  // reports still on their way from the upstream `state` took over are dropped
         } else {
             moved.progressRelation = below
             extras.progressRelation = above
@@ -498,9 +499,17 @@ extension FutureStorage {
         // right after the locks finds its entry to remove. The callback holds the token (which
         // holds nothing), so the adopter's right-to-complete check never depends on the target's
         // lifetime, and no reference cycle forms.
-        target.callbacks.append(.outcome({ [self, token] outcome in
-            _ = self.finish(outcome, origin: token, below: depth)
-        }, owner: ObjectIdentifier(self)))
+        if target.immortal {
+            // The adopter holds an immortal target weakly, but a split root also holds it through
+            // its forward: the callback must not hold the adopter, or neither is ever freed.
+            target.callbacks.append(.outcome({ [weak self, token] outcome in
+                _ = self?.finish(outcome, origin: token, below: depth)
+            }, owner: ObjectIdentifier(self)))
+        } else {
+            target.callbacks.append(.outcome({ [self, token] outcome in
+                _ = self.finish(outcome, origin: token, below: depth)
+            }, owner: ObjectIdentifier(self)))
+        }
         target.mayHoldChain = true
         checkInvariants()
         target.checkInvariants()

@@ -94,9 +94,9 @@ protocol ProgressNode: AnyObject, Sendable {
     func addProgressObserver(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) -> (Double, UInt64)
     /// Takes the following listener of `follower` off, if it is still here.
     func removeProgressFollower(_ follower: ObjectIdentifier)
-    /// Whether this very future is still pending: not completed, nor merged into another (a
-    /// follower that is not has nothing more to hear).
-    var isPendingForProgress: Bool { get }
+    /// Whether this future is pending and still follows `source` (a split hands its upstream to
+    /// another future, which follows it instead).
+    func stillFollows(_ source: ObjectIdentifier) -> Bool
     /// Progress arrived from the upstream `source` this future follows.
     func receiveUpstreamProgress(_ value: Double, version: UInt64, from source: ObjectIdentifier)
     /// A report from the upstream `source`, to apply from a queued job: returns whether the caller
@@ -137,7 +137,9 @@ extension FutureStorage: ProgressNode {
             var relation = extras.progressRelation ?? .initial(combines: combinesProgress)
             relation.monotonic = true
             extras.progressRelation = relation
-            extras.onProgressDemand = demand
+            // It reports to this future, through its links if it was merged: whichever future holds
+            // its state when it runs (a split may move it). Weakly: the join's members hold it.
+            extras.onProgressDemand = { [weak self] _ in if let self { demand(self) } }
         }
     }
 
@@ -201,10 +203,10 @@ extension FutureStorage: ProgressNode {
                     Drain.schedule(follower, { ($0 as! any ProgressNode).applyOfferedProgress() })
                 }
             }, follower: key)
-            // A follower that completes, or is merged into another future, takes its listener
-            // off the upstream; one that did so before the listener was added does it here
-            // (either its removal came after the add, or this check sees it completed or linked).
-            if !follower.isPendingForProgress { upstream.removeProgressFollower(key) }
+            // A follower that completes, is merged into another future or hands its upstream on in
+            // a split takes its listener off the upstream; one that did so before the listener was
+            // added does it here (either its removal came after the add, or this check sees it).
+            if !follower.stillFollows(source) { upstream.removeProgressFollower(key) }
             follower.receiveUpstreamProgress(current, version: version, from: source)
             node = upstream
         }
@@ -255,7 +257,9 @@ extension FutureStorage: ProgressNode {
     }
 
     @usableFromInline
-    var isPendingForProgress: Bool { LockTable.withLock(self) { phase == .pending } }
+    func stillFollows(_ source: ObjectIdentifier) -> Bool {
+        LockTable.withLock(self) { phase == .pending && progress?.forwarding == true && progress?.followed == source }
+    }
 
     @usableFromInline
     func receiveUpstreamProgress(_ incoming: Double, version: UInt64, from source: ObjectIdentifier) {

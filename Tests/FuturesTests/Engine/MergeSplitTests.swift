@@ -1,0 +1,223 @@
+import Dispatch
+import FuturesTestSupport
+import Testing
+@testable import Futures
+
+/// Splitting a merge set (see `Documentation/Internals.md`, "Split"): the state of the futures
+/// below a registrant moves to a new future while the rest of the set waits on it. These tests pin
+/// what a split must carry over: a wait the set's root was making, completions racing it, progress
+/// listeners, and lifetimes.
+@Suite("Splitting a merge set")
+struct MergeSplitTests {
+    /// A value a test's threads write and its body reads.
+    final class Slot<T>: @unchecked Sendable {
+        // Safety: `stored` is only touched while holding `lock`.
+        private let lock = Lock()
+        private var stored: T
+        init(_ value: T) { stored = value }
+        var value: T {
+            get { lock.withLock { stored } }
+            set { lock.withLock { stored = newValue } }
+        }
+        func update(_ body: (inout T) -> Void) { lock.withLock { body(&stored) } }
+    }
+
+    @Test func aRootThatWaitedBeforeTheSplitStillCompletes() {
+        let outer = Promise<Int>(), inner = Promise<Int>(), waited = Promise<Int>()
+        let waitedConsumer = waited.future.map(on: .immediate) { $0 }  // so it is waited on, not merged
+        #expect(outer.complete(with: inner.future))
+        #expect(inner.complete(with: waited.future))
+        let later = inner.future.map(on: .immediate) { $0 + 100 }
+        #expect(waited.succeed(1))
+        #expect(waitedConsumer.outcome?.value == 1)
+        #expect(later.outcome?.value == 101)
+        #expect(outer.future.outcome?.value == 1)
+    }
+
+    @Test func aRootWaitingOnADeferredFutureStillCompletes() {
+        let outer = Promise<Int>(), inner = Promise<Int>(), gate = Promise<Int>()
+        let deferred = Future<Int>.deferred { gate.future }
+        #expect(outer.complete(with: inner.future))
+        #expect(inner.complete(with: deferred))
+        let later = inner.future.map(on: .immediate) { $0 + 100 }
+        #expect(gate.succeed(2))
+        #expect(later.outcome?.value == 102)
+        #expect(outer.future.outcome?.value == 2)
+    }
+
+    /// The adoption's own completion comes after the adoption lock: a split in between has moved
+    /// the right to complete, which the adopting future's walk still reaches.
+    @Test func aCompletedFutureAdoptedWhileASplitRunsCompletesEverything() {
+        for _ in 0..<2_000 {
+            let outer = Promise<Int>(), inner = Promise<Int>()
+            #expect(outer.complete(with: inner.future))
+            let accepted = Slot(false)
+            let later = Slot<Future<Int>?>(nil)
+            DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                if thread == 0 {
+                    accepted.value = inner.complete(with: Future(value: 3))
+                } else {
+                    later.value = inner.future.map(on: .immediate) { $0 }
+                }
+            }
+            #expect(accepted.value)
+            #expect(later.value?.outcome?.value == 3)
+            #expect(outer.future.outcome?.value == 3)
+        }
+    }
+
+    @Test func aCycleClosedWhileASplitRunsEndsEverything() {
+        for _ in 0..<2_000 {
+            let outer = Promise<Int>(), inner = Promise<Int>()
+            #expect(outer.complete(with: inner.future))
+            let later = Slot<Future<Int>?>(nil)
+            DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                if thread == 0 {
+                    _ = inner.complete(with: outer.future.map(on: .immediate) { $0 })
+                } else {
+                    later.value = inner.future.map(on: .immediate) { $0 }
+                }
+            }
+            #expect(later.value?.isPending == false)
+            #expect(outer.future.isPending == false)
+        }
+    }
+
+    /// Registrants at random depths of a chain of merged futures, while the bottom is merged in and
+    /// completed and the top is cancelled or read: every registrant gets an outcome, the value when
+    /// nothing was cancelled.
+    @Test func registrantsAtRandomDepthsRacingCompletionAndCancellation() {
+        for iteration in 0..<500 {
+            let count = 6
+            let promises = (0..<count).map { _ in Promise<Int>() }
+            for level in 0..<(count - 2) { #expect(promises[level].complete(with: promises[level + 1].future)) }
+            let registrants = Slot<[Future<Int>]>([])
+            let cancelsTop = iteration % 3 == 0
+            DispatchQueue.concurrentPerform(iterations: 5) { thread in
+                switch thread {
+                case 0: _ = promises[count - 2].complete(with: promises[count - 1].future)
+                case 1: _ = promises[count - 1].succeed(iteration)
+                case 2: if cancelsTop { _ = promises[0].future.cancel() } else { _ = promises[0].future.progress }
+                default:
+                    let future = promises[(iteration + thread) % count].future.map(on: .immediate) { $0 }
+                    registrants.update { $0.append(future) }
+                }
+            }
+            for future in registrants.value {
+                #expect(!future.isPending)
+                if !cancelsTop { #expect(future.outcome?.value == iteration) }
+            }
+            if !cancelsTop { #expect(promises[0].future.outcome?.value == iteration) }
+        }
+    }
+
+    // MARK: Progress
+
+    /// A report from the upstream the new future took over, arriving between the split and the
+    /// root's following the new future, is not applied to the root.
+    @Test func aLateReportFromTheHandedOverUpstreamIsDropped() {
+        let source = Promise<Int>()
+        let deepest = source.future.flatMap(on: .immediate) { _ in Promise<Int>().future }
+        let outer = Promise<Int>()
+        #expect(outer.complete(with: deepest))
+        outer.future.whenProgress(on: .immediate) { _ in }
+        source.progress = 0.2
+        #expect(outer.future.progress == 0.1)
+        let root = outer.future.storage
+        var keepAlive: [AnyObject] = []
+        let split = adoptionLock.withLock { FutureStorage<Int>.split(root, at: 1, keepAlive: &keepAlive) }
+        source.progress = 0.6
+        if let (_, change) = split, let change { root.progressSplit(change) }
+        #expect(outer.future.progress == 0.3)
+        source.progress = 0.8
+        #expect(outer.future.progress == 0.4)
+        #expect(deepest.progress == 0.4)
+        let listeners = LockTable.withLock(source.future.storage) { source.future.storage.progress?.observers.count ?? 0 }
+        #expect(listeners == 1, "only the new future follows the source")
+    }
+
+    /// `startFollowing` on the root with a split between its first step and adding its listener: the
+    /// listener comes off again, since the root no longer follows that upstream.
+    @Test func aListenerAddedAfterTheSplitComesOff() {
+        let source = Promise<Int>()
+        let keep = source.future.map(on: .immediate) { $0 }
+        let deepest = source.future.flatMap(on: .immediate) { _ in Promise<Int>().future }
+        let outer = Promise<Int>()
+        #expect(outer.complete(with: deepest))
+        let root = outer.future.storage
+        let (upstream, _) = root.beginForwarding()
+        _ = deepest.progress  // splits
+        let key = ObjectIdentifier(root)
+        _ = upstream!.addProgressObserver({ _, _ in }, follower: key)
+        if !root.stillFollows(ObjectIdentifier(upstream!)) { upstream!.removeProgressFollower(key) }
+        #expect(outer.future.cancel())
+        let left = LockTable.withLock(source.future.storage) { source.future.storage.progress?.observers.count ?? 0 }
+        #expect(left == 0, "listeners left on the long-lived source")
+        _ = keep
+    }
+
+    @Test func readingProgressWhileTheRootStartsFollowingLeavesNoListener() {
+        let source = Promise<Int>()
+        let keep = source.future.map(on: .immediate) { $0 }
+        for _ in 0..<2_000 {
+            let deepest = source.future.flatMap(on: .immediate) { _ in Promise<Int>().future }
+            let outer = Promise<Int>()
+            #expect(outer.complete(with: deepest))
+            DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                if thread == 0 { _ = outer.future.progress } else { _ = deepest.progress }
+            }
+            #expect(outer.future.cancel())
+        }
+        let left = LockTable.withLock(source.future.storage) { source.future.storage.progress?.observers.count ?? 0 }
+        #expect(left == 0, "listeners left on the long-lived source")
+        _ = keep
+    }
+
+    /// A join merged into an adopter keeps reporting to its own state after a split.
+    @Test func aMergedJoinReportsToItsOwnStateAfterASplit() {
+        let first = Promise<Int>(), second = Promise<Int>()
+        let join = Future.all([first.future, second.future])
+        let outer = Promise<[Int]>()
+        #expect(outer.complete(with: join))
+        outer.future.whenProgress(on: .immediate) { _ in }
+        first.progress = 0.5
+        #expect(outer.future.progress == 0.25)
+        #expect(join.progress == 0.25)
+        first.progress = 1
+        #expect(join.progress == 0.5)
+        #expect(outer.future.progress == 0.5)
+    }
+
+    /// Known limit: the future split off follows its producer's progress without the weights of the
+    /// `flatMap`s between them.
+    @Test func aSplitAtAnIntermediateDepthKeepsItsOwnWeight() {
+        let bottom = Promise<Int>(), gate = Promise<Int>()
+        let middle = gate.future.flatMap(on: .immediate) { _ in bottom.future }
+        let top = Future(value: 1).flatMap(on: .immediate) { _ in middle }
+        #expect(gate.succeed(1))
+        bottom.progress = 0.5
+        #expect(top.progress == 0.875)
+        withKnownIssue("the split-off future's relation drops the weights between it and the producer") {
+            #expect(middle.progress == 0.75)
+        }
+        #expect(top.progress == 0.875)
+    }
+
+    // MARK: Lifetimes
+
+    @Test func aSplitSetRootedInNeverIsFreed() {
+        weak var root: FutureStorage<Int>?
+        weak var state: FutureStorage<Int>?
+        do {
+            let outer = Promise<Int>(), inner = Promise<Int>()
+            #expect(outer.complete(with: inner.future))
+            #expect(inner.complete(with: Future<Int>.never))
+            let later = inner.future.map(on: .immediate) { $0 }
+            root = outer.future.storage
+            state = inner.future.storage.ownRoot()
+            _ = later
+        }
+        #expect(root == nil)
+        #expect(state == nil)
+    }
+}
