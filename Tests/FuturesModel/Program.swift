@@ -244,9 +244,33 @@ extension Program {
     }
 
     /// Whether the inputs of every join and `flatMap` are independent (see ``random(seed:length:)``),
-    /// counting the futures promises adopt and the ties consumers make, and no token guards a
-    /// future below another it guards.
+    /// counting the futures promises adopt and the ties consumers make, no token guards a future
+    /// below another it guards, and nothing uses a `flatMap`'s or deferred future's inner future
+    /// after that adoption is made.
     public var isWellFormed: Bool {
+        // Such an adoption happens after the closure returns, on the closure's executor, after the
+        // step that runs it seems done to the runner (it counts the closure's run): a later step's
+        // consumer that registers and leaves at once (a race already decided) could cancel the
+        // inner future before the adoption makes it a consumer, or after. The rules leave that
+        // timing open. A promise's `complete(with:)` adopts within its step, so its future is
+        // shared freely, and later registrants on it split it off its adopter.
+        var adoptedLater: Set<Int> = []
+        for step in steps {
+            var used: [Int] = []
+            switch step {
+            case .make(_, let kind, _, _): used = kind.inputs
+            case .completeWith(_, let other): used = [other]
+            case .cancel(let id): used = [id]
+            default: break
+            }
+            if used.contains(where: adoptedLater.contains) { return false }
+            if case .make(_, let kind, _, _) = step {
+                switch kind {
+                case .flatMap(_, let inner), .deferred(let inner): adoptedLater.insert(inner)
+                default: break
+                }
+            }
+        }
         // Everything a node depends on: its ancestors, with a cancellation source as `-1 - id` and
         // the clock as `Int.min`.
         var ancestry: [Int: Set<Int>] = [:]

@@ -221,15 +221,18 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         #if DEBUG
         LockChecks.checkNotFreedUnderStripe("a future")
         #endif
-        // A pending future's callbacks may hold the next future of a long chain, and a link holds
-        // the next link: release them in a loop, not by recursion.
-        guard mayHoldChain else { return }
+        // A pending future's callbacks may hold the next future of a long chain, a link holds the
+        // next link, and a split future's forward the next split-off state: release them in a
+        // loop, not by recursion.
+        guard mayHoldChain || extras?.forward != nil else { return }
         DeferredRelease.release {
             var taken = CallbackList<Value>()
             swap(&taken, &callbacks)
             var next: (any ConsumerSource)? = nil  // the link, or the upstream of a pending future
             swap(&next, &upstream)
-            return (taken, next) as Any
+            var forward: MergeForward<Value>? = nil
+            if let extras { swap(&forward, &extras.forward) }
+            return (taken, next, forward) as Any
         }
     }
 

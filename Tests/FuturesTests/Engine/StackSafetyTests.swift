@@ -25,6 +25,26 @@ struct StackSafetyTests {
         }
     }
 
+    /// Each adopted future gets a consumer later, so the chain is split at every level: the split
+    /// states hold one another through their forwards, and are released in a loop.
+    @Test func aChainSplitAtEveryLevelIsReleased() async {
+        await onSmallStackOffThePool {
+            let top = Promise<Int>()
+            var current = top
+            var consumers: [Future<Int>] = []
+            for _ in 0..<20_000 {
+                let next = Promise<Int>()
+                current.complete(with: next.future)
+                consumers.append(next.future.map(on: .immediate) { $0 })
+                current = next
+            }
+            #expect(top.future.cancel())
+            #expect(current.succeed(5))
+            #expect(consumers.allSatisfy { $0.outcome?.value == 5 })
+            consumers = []
+        }
+    }
+
     @Test func immediateFlatMapChain() async {
         await onSmallStackOffThePool {
             let promise = Promise<Int>()
