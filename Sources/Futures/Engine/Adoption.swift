@@ -1,18 +1,23 @@
 /// Adoption: a future that completes with another future's outcome (collapsing), by merging the
 /// other into itself or by waiting on it, with cycle detection across both (see `CycleDetection`).
-extension FutureStorage {
-    enum AdoptionPlan {
-        case rejected, accepted, complete(Outcome<Value>)
-        /// Adopting closes a cycle: these futures on it fail, then the adopter, whose right to
-        /// complete was handed to `token` as the adoption was accepted.
-        case cycle([any CycleNode], token: CompleterToken)
-        /// The adopter waits on the target (registered on it under the locks); only the callback
-        /// holding the adopter's token may complete it. A deferred target starts after the locks.
-        case wait(FutureStorage<Value>, startsDeferred: Bool)
-        /// The adopter was cancelled first: it counts as a consumer of the target that withdrew.
-        case withdrawn(FutureStorage<Value>)
-    }
+/// What an adoption decided under the locks, for ``FutureStorage/adopt(_:from:)`` to carry out
+/// after them. Not generic, and declared outside `FutureStorage`: adoption runs unspecialised in
+/// clients, where every use of a generic enum would ask the runtime for its type metadata.
+enum AdoptionPlan {
+    case rejected, accepted
+    /// The target has completed: the adopter completes with its outcome.
+    case complete
+    /// Adopting closes a cycle: these futures on it fail, then the adopter, whose right to
+    /// complete was handed to `token` as the adoption was accepted.
+    case cycle([any CycleNode], token: CompleterToken)
+    /// The adopter waits on the target (registered on it under the locks); only the callback
+    /// holding the adopter's token may complete it. A deferred target starts after the locks.
+    case wait(startsDeferred: Bool)
+    /// The adopter was cancelled first: it counts as a consumer of the target that withdrew.
+    case withdrawn
+}
 
+extension FutureStorage {
     /// ``CycleDetection/cycle(adopting:into:keepAlive:)`` out of line: the conversions to
     /// `any CycleNode` (a witness-table lookup, which the compiler would hoist to the top of
     /// `adopt`) stay off the usual adoption path.
@@ -25,21 +30,29 @@ extension FutureStorage {
         CycleDetection.cycle(adopting: target, into: adopter, keepAlive: &keepAlive)
     }
 
-    /// Why this adopter cannot adopt `target` for `origin`, or `nil` if it can (caller holds this
+    /// Why this adopter cannot adopt a future for `origin`, or `nil` if it can (caller holds this
     /// future's lock): not pending, or `origin` may not complete it. An adopter that ended as a
     /// consumer that withdrew (cancelled, or failed as a member of a cycle) before `origin` used
-    /// its right to complete it withdraws from `target` too, since nothing needs it any more. A
-    /// second completion from an origin that already used its right is refused and leaves
-    /// `target` alone: the adopter never was its consumer.
-    /// (Such a future keeps who held the right to complete it, see ``keepCompleterLocked(_:)``,
+    /// its right to complete it withdraws from the adopted future too (`.withdrawn`), since
+    /// nothing needs it any more. A second completion from an origin that already used its right
+    /// is refused and leaves the adopted future alone: the adopter never was its consumer.
+    /// (Such a future keeps who held the right to complete it, see ``keepLocked(_:completer:)``,
     /// or whether its producer ended it, ``StorageFlags/producerEnded``, so it can still tell.)
-    final func refusal(of target: FutureStorage<Value>, from origin: AnyObject) -> AdoptionPlan? {
+    @inline(__always)
+    final func refusal(from origin: AnyObject) -> AdoptionPlan? {
         assertLocked()
         let allowed = accepts(origin)
         guard phase != .pending || !allowed else { return nil }
+        return refusalOfEnded(allowed: allowed)
+    }
+
+    /// ``refusal(from:)`` once it is refused, out of line: reading the outcome asks the runtime for
+    /// its type's metadata, which the usual accepted adoption does not need.
+    @inline(never)
+    final func refusalOfEnded(allowed: Bool) -> AdoptionPlan {
         switch result {
         case .cancelled?, .failure(FutureError.cycle)?:
-            return allowed && !flag(StorageFlags.producerEnded) ? .withdrawn(target) : .rejected
+            return allowed && !flag(StorageFlags.producerEnded) ? .withdrawn : .rejected
         default: return .rejected
         }
     }
@@ -58,25 +71,31 @@ extension FutureStorage {
     @usableFromInline @discardableResult
     final func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
         var root = self
-        var released: Extras<Value>? = nil
+        var target = inner  // the future holding `inner`'s state, once found
+        var released: AnyObject? = nil  // the target's extras, after a merge
         // Strong references taken under the adoption lock; released after it, because releasing
         // the last one could free a pending future and run user code (a broken promise's callbacks).
         var keepAlive: [AnyObject] = []
         var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
         var progressChange: ProgressChange?  // to report after the locks
-        var split: (FutureStorage<Value>, ProgressChange?)?  // a set split to wait on `inner`'s state
+        // A set split to wait on `inner`'s state: its root, and what that changed in its progress.
+        var splitRoot: FutureStorage<Value>?
+        var splitChange: ProgressChange?
         let plan: AdoptionPlan = adoptionLock.withLock {
             let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &keepAlive)
             root = adopter
-            var (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive)
+            var targetDepth: Int32
+            (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive)
             if target !== adopter, targetDepth > 0 {
                 // A refused adoption splits nothing (checked again below, under both locks).
-                if let refusal = LockTable.withLock(adopter, { adopter.refusal(of: target, from: origin) }) {
-                    return refusal
-                }
+                let lock = LockTable.acquire(adopter)
+                let refusal = adopter.refusal(from: origin)
+                LockTable.release(lock)
+                if let refusal { return refusal }
             }
             if target !== adopter, targetDepth > 0, let (state, change) = Self.split(target, at: targetDepth, keepAlive: &keepAlive) {
-                split = (target, change)
+                splitRoot = target
+                splitChange = change
                 target = state
                 targetDepth = 0
             }
@@ -93,19 +112,19 @@ extension FutureStorage {
                 // to complete moves to a token at once, so that no completion (but a cancellation)
                 // can come between the decision and the failures.
                 return LockTable.withLock(adopter) { () -> AdoptionPlan in
-                    if let refusal = adopter.refusal(of: target, from: origin) { return refusal }
+                    if let refusal = adopter.refusal(from: origin) { return refusal }
                     let token = CompleterToken()
                     adopter.handToTokenLocked(token)
                     return .cycle(members, token: token)
                 }
             }
             return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
-                if let refusal = adopter.refusal(of: target, from: origin) { return refusal }
+                if let refusal = adopter.refusal(from: origin) { return refusal }
                 switch target.phase {
                 case .linked:
                     preconditionFailure("links only change under the adoption lock")
                 case .completed:
-                    return .complete(target.result!)
+                    return .complete  // its outcome is read after the locks: it no longer changes
                 case .never:
                     adopter.adoptNeverLocked()
                     return .accepted
@@ -121,14 +140,14 @@ extension FutureStorage {
                     // Also a deferred target that has not started: it keeps its own identity (its
                     // work completes it) and starts once the adopter has registered on it.
                     progressChange = adopter.waitLocked(on: target, token: CompleterToken(), finishing: adopterDepth, keepUpstream: &keepUpstream)
-                    return .wait(target, startsDeferred: target.extras?.onDemand != nil)
+                    return .wait(startsDeferred: target.extras?.onDemand != nil)
                 }
             }
         }
         releaseOutsideLock(released)
         releaseOutsideLock(keepAlive)
         releaseOutsideLock(keepUpstream)
-        if let (splitRoot, change) = split, let change { splitRoot.progressSplit(change) }
+        if let splitRoot, let splitChange { splitRoot.progressSplit(splitChange) }
         if let progressChange {
             if let (source, follower) = progressChange.unfollow {
                 (source.resolved as? any ProgressNode)?.removeProgressFollower(follower)
@@ -145,14 +164,15 @@ extension FutureStorage {
             return false
         case .accepted:
             return true
-        case .complete(let outcome):
-            return self.finish(outcome, origin: origin)
+        case .complete:
+            // Final once completed, and read after the lock that saw it completed.
+            return self.finish(target.storedOutcome, origin: origin)
         case .cycle(let members, let token):
             // Every member fails with `.cycle`, from the target on, before the adopter's failure
             // could reach them through their transforms (a `recover` would see it as an error).
             for member in members { member.failAsCycle() }
             return self.finish(.failure(FutureError.cycle), origin: token)
-        case .wait(let target, let startsDeferred):
+        case .wait(let startsDeferred):
             if startsDeferred { target.startIfDeferred() }
             return true
         }

@@ -150,7 +150,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     @inlinable final var link: FutureStorage<Value>? {
         get {
             assert(phase == .linked, "only a linked future has a link")
-            return upstream.map { unsafeDowncast($0 as AnyObject, to: FutureStorage<Value>.self) }
+            guard let upstream else { return nil }
+            return unsafeDowncast(upstream as AnyObject, to: FutureStorage<Value>.self)
         }
         set {
             assert(upstream == nil || phase == .linked, "a link would replace a pending future's upstream")
@@ -226,12 +227,18 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         // loop, not by recursion.
         guard mayHoldChain || extras?.forward != nil else { return }
         DeferredRelease.release {
-            var taken = CallbackList<Value>()
-            swap(&taken, &callbacks)
             var next: (any ConsumerSource)? = nil  // the link, or the upstream of a pending future
             swap(&next, &upstream)
-            var forward: MergeForward<Value>? = nil
-            if let extras { swap(&forward, &extras.forward) }
+            var forward: AnyObject? = nil
+            if let extras, let held = extras.forward {
+                forward = held
+                extras.forward = nil
+            }
+            // Without generic types for a link (it has no callbacks, and is the usual case here):
+            // boxing a tuple that holds a `CallbackList<Value>` asks the runtime for its metadata.
+            if phase == .linked { return (next, forward) as Any }
+            var taken = CallbackList<Value>()
+            swap(&taken, &callbacks)
             return (taken, next, forward) as Any
         }
     }

@@ -166,48 +166,66 @@ extension FutureStorage {
         startingAt startDepth: Int32,
         collecting garbage: inout [AnyObject]
     ) -> (FutureStorage<Value>, depth: Int32) {
+        // Most walks start at the future that holds the state: one lock, nothing else. (The walk
+        // runs unspecialised in clients, so it keeps to locals of fixed layout and takes locks by
+        // hand: an array of tuples or a generic closure would ask the runtime for type metadata
+        // at every step.)
         var node = self
         var depth = startDepth
-        // The linked futures passed since the last future that is not linked, with the walk's
-        // depth below each.
-        var run: [(FutureStorage<Value>, Int32)] = []
+        var lock = LockTable.acquire(node)
+        var linked = phase == .linked
+        guard var next = nextInWalkLocked(depth: depth) else {
+            LockTable.release(lock)
+            return (node, depth)
+        }
+        // The linked futures passed since the last future that is not linked, and the walk's
+        // depth below each (allocated only when the walk passes a link).
+        var run: [AnyObject] = []
+        var runDepths: [Int32] = []
         while true {
-            let (step, linked) = LockTable.withLock(node) { (node.nextInWalkLocked(depth: depth), node.phase == .linked) }
-            guard let (next, nextDepth) = step else { break }
+            LockTable.release(lock)
             if linked {
-                run.append((node, depth))
+                run.append(node)
+                runDepths.append(depth)
             } else {
-                Self.compress(run, to: node, depth: depth, garbage: &garbage)
+                Self.compress(run, runDepths, to: node, depth: depth, garbage: &garbage)
                 run.removeAll()
+                runDepths.removeAll()
             }
             garbage.append(node)
-            node = next
-            depth = nextDepth
+            node = next.0
+            depth = next.depth
+            lock = LockTable.acquire(node)
+            linked = node.phase == .linked
+            guard let step = node.nextInWalkLocked(depth: depth) else { break }
+            next = step
         }
-        Self.compress(run, to: node, depth: depth, garbage: &garbage)
+        LockTable.release(lock)
+        Self.compress(run, runDepths, to: node, depth: depth, garbage: &garbage)
         return (node, depth)
     }
 
     /// Points the linked futures of one run (each with the walk's depth below it) straight at
     /// `end`, which the walk reached `depth` below; the last already points there.
     private static func compress(
-        _ run: [(FutureStorage<Value>, Int32)],
+        _ run: [AnyObject],
+        _ runDepths: [Int32],
         to end: FutureStorage<Value>,
         depth: Int32,
         garbage: inout [AnyObject]
     ) {
         guard run.count > 1 else { return }
-        for (step, stepDepth) in run.dropLast() {
+        for index in 0..<(run.count - 1) {
+            let step = unsafeDowncast(run[index], to: FutureStorage<Value>.self)
             // Another compressor may have rewritten this link already, so the old target is not
             // necessarily in the run: release it after the lock, never under it. Its depth below
             // `end` is the same whichever walk computes it.
-            let old = LockTable.withLock(step) { () -> FutureStorage<Value>? in
-                var taken: FutureStorage<Value>? = end
-                swap(&taken, &step.link)
-                step.linkDepth = depth - stepDepth
-                return taken
-            }
-            if let old { garbage.append(old) }
+            let lock = LockTable.acquire(step)
+            let old = step.upstream
+            step.upstream = end
+            step.linkDepth = depth - runDepths[index]
+            LockTable.release(lock)
+            if let old { garbage.append(old as AnyObject) }
         }
     }
 

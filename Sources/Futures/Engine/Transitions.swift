@@ -207,7 +207,7 @@ extension FutureStorage {
     }
 
     /// Whether `outcome` is one a withdrawing adopter ends with (cancelled, or failed as a member
-    /// of a cycle): the outcomes after which ``refusal(of:from:)`` asks who had the right to
+    /// of a cycle): the outcomes after which ``refusal(from:)`` asks who had the right to
     /// complete the future.
     @usableFromInline @inline(never)
     static func endsAsWithdrawal(_ outcome: Outcome<Value>) -> Bool {
@@ -223,7 +223,7 @@ extension FutureStorage {
     ///   complete on (an adopter waiting on a future with other consumers, then cancelled), it
     ///   keeps who held that right (`completer`). A later `complete(with:)` from the producer is
     ///   then a second completion, refused, and leaves the future it brings alone (see
-    ///   ``refusal(of:from:)``);
+    ///   ``refusal(from:)``);
     /// - split, it keeps its forward: the producer of a future merged into it still completes
     ///   through its link.
     @usableFromInline @inline(never)
@@ -349,7 +349,7 @@ extension FutureStorage {
     final func absorbLocked(
         _ target: FutureStorage<Value>,
         depth: Int32,
-        released: inout Extras<Value>?,
+        released: inout AnyObject?,
         keepAlive: inout [AnyObject],
         keepUpstream: inout (any ConsumerSource)?
     ) -> ProgressChange? {
@@ -389,7 +389,8 @@ extension FutureStorage {
         swap(&upstream, &target.upstream)  // the adopter's own source has completed
         swap(&keepUpstream, &target.upstream)  // released after the lock
         immortal = target.immortal
-        swap(&released, &target.extras)
+        released = target.extras
+        target.extras = nil
         target.phase = .linked
         target.link = self
         target.linkDepth = depth
