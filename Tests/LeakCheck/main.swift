@@ -191,6 +191,23 @@ let allocationScenarios: [String: (Int) -> Void] = [
         }
         finished.wait()
     },
+    // One step of a chain of promises, each completed with the next one's future before that
+    // completes: the adoption merges the two futures.
+    "adoption-step": { units in
+        let top = Promise<Int>()
+        var current = top
+        for _ in 0..<units {
+            let next = Promise<Int>()
+            precondition(current.complete(with: next.future))
+            current = next
+        }
+        current.succeed(7)
+        precondition(top.future.outcome?.value == 7)
+    },
+    // One iteration of a recursive `.immediate` `flatMap` loop.
+    "flatmap-loop-step": { units in
+        precondition(immediateLoop(units).outcome?.value == 7)
+    },
     // One member of `Future.all` (its promise included), completed after joining.
     "join-member": { units in
         let promises = (0..<units).map { _ in Promise<Int>() }
@@ -229,6 +246,12 @@ let allocationScenarios: [String: (Int) -> Void] = [
         }
     },
 ]
+
+/// A recursive `.immediate` `flatMap` loop of `remaining` iterations.
+@Sendable func immediateLoop(_ remaining: Int) -> Future<Int> {
+    if remaining == 0 { return Future(value: 7) }
+    return Future(value: ()).flatMap(on: .immediate) { immediateLoop(remaining - 1) }
+}
 
 /// Holds one continuation until the test resumes it.
 final class ContinuationSlot: @unchecked Sendable {

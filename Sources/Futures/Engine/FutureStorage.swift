@@ -19,13 +19,17 @@ enum Phase: UInt8 {
 /// The rarely used parts of a pending future, allocated on first use.
 @usableFromInline
 final class Extras<Value: Sendable> {
+    // Every field is guarded by the stripe lock of the future that owns the box (or touched in
+    // that future's deinit), like the future's own fields, so the runtime exclusivity check is
+    // turned off here too.
+
     /// Who may complete the future: `nil` for itself (its promise or internal completer), else the
     /// identity of the object it handed that right to (the future it adopted, a timer), which must
     /// also still be alive (`completerObject`): an identity alone could be reused by a new object at
     /// the same address. `Extras.nobody` means nothing may complete it (it adopted `never`).
     /// Cancellation is always allowed.
-    @usableFromInline var completer: ObjectIdentifier?
-    @usableFromInline weak var completerObject: AnyObject?
+    @exclusivity(unchecked) @usableFromInline var completer: ObjectIdentifier?
+    @exclusivity(unchecked) @usableFromInline weak var completerObject: AnyObject?
 
     /// The completer of a future that adopted `never`: a metatype's identity, which no heap object
     /// (and so no origin) can ever have.
@@ -39,35 +43,35 @@ final class Extras<Value: Sendable> {
     }
     /// The producers' `onCancel` handlers, each with the depth of the future whose producer added
     /// it (see ``MergeForward``).
-    @usableFromInline var cancelHandlers: [CancelHandler] = []
+    @exclusivity(unchecked) @usableFromInline var cancelHandlers: [CancelHandler] = []
     /// Callbacks registered on a completed future while its drain runs (see
     /// ``FutureStorage/drain()``); the drain owner takes them after its current batch.
-    @usableFromInline var lateCallbacks = CallbackList<Value>()
+    @exclusivity(unchecked) @usableFromInline var lateCallbacks = CallbackList<Value>()
     /// The index of a long callback list, for removals (see ``CallbackList/remove(_:index:)``).
-    @usableFromInline var registrationIndex: RegistrationIndex?
+    @exclusivity(unchecked) @usableFromInline var registrationIndex: RegistrationIndex?
     /// The key of this future's registration on its `upstream`, when it is not this future's own:
     /// after a merge the adopter consumes the target's source through the target's registration.
-    @usableFromInline var upstreamKey: RegistrationKey?
+    @exclusivity(unchecked) @usableFromInline var upstreamKey: RegistrationKey?
     /// The future this one waits for after adopting it without merging, or, compressed by cycle
     /// detection, a future further along the same waits (see ``CycleDetection``).
-    @usableFromInline weak var waitingOn: (any CycleNode)?
+    @exclusivity(unchecked) @usableFromInline weak var waitingOn: (any CycleNode)?
     /// The progress relation recorded by adoptions while nobody used progress (see
     /// ``ProgressRelation``); it costs no allocation, since an adoption allocates this box anyway.
-    var progressRelation: ProgressRelation?
+    @exclusivity(unchecked) var progressRelation: ProgressRelation?
     /// The work of a `Future.deferred`, started (once) by the first callback registration or
     /// adoption; it gets the future to complete.
-    @usableFromInline var onDemand: (@Sendable (FutureStorage<Value>) -> Void)?
+    @exclusivity(unchecked) @usableFromInline var onDemand: (@Sendable (FutureStorage<Value>) -> Void)?
     /// A join's progress source, started (once) when someone first follows this future's
     /// progress; it gets the future to report to (see ``FutureStorage/setProgressDemand(_:)``).
-    @usableFromInline var onProgressDemand: (@Sendable (FutureStorage<Value>) -> Void)?
+    @exclusivity(unchecked) @usableFromInline var onProgressDemand: (@Sendable (FutureStorage<Value>) -> Void)?
     /// The token this future's completion cancels, made by the first read of
     /// `Future.completionToken`: later reads share it, so reading it often costs one registration.
-    @usableFromInline var completionToken: CancellationToken?
+    @exclusivity(unchecked) @usableFromInline var completionToken: CancellationToken?
     /// Where the futures merged into this one at `forward.depth` and below keep their state since
     /// a consumer arrived on one of them (see ``FutureStorage/split(at:)``); kept after completion.
-    @usableFromInline var forward: MergeForward<Value>?
+    @exclusivity(unchecked) @usableFromInline var forward: MergeForward<Value>?
     /// The depth of the deepest future merged into this one (0: none).
-    @usableFromInline var depth: Int32 = 0
+    @exclusivity(unchecked) @usableFromInline var depth: Int32 = 0
 
     @usableFromInline init() {}
 }

@@ -179,20 +179,31 @@ extension FutureStorage {
             return (node, depth)
         }
         // The linked futures passed since the last future that is not linked, and the walk's
-        // depth below each (allocated only when the walk passes a link).
-        var run: [AnyObject] = []
-        var runDepths: [Int32] = []
+        // depth below each: the first in locals, the others (a run that compression shortens) in
+        // arrays, allocated only then.
+        var first: AnyObject?
+        var firstDepth: Int32 = 0
+        var rest: [AnyObject] = []
+        var restDepths: [Int32] = []
         while true {
             LockTable.release(lock)
             if linked {
-                run.append(node)
-                runDepths.append(depth)
-            } else {
-                Self.compress(run, runDepths, to: node, depth: depth, garbage: &garbage)
-                run.removeAll()
-                runDepths.removeAll()
+                if first == nil {
+                    first = node
+                    firstDepth = depth
+                } else {
+                    rest.append(node)
+                    restDepths.append(depth)
+                }
+            } else if let passed = first {
+                Self.compress(passed, firstDepth, rest, restDepths, to: node, depth: depth, garbage: &garbage)
+                first = nil
+                rest.removeAll()
+                restDepths.removeAll()
             }
-            garbage.append(node)
+            // The caller holds the start; a future further on may lose its last other reference
+            // to a concurrent compression, and is released after the caller's locks.
+            if node !== self { garbage.append(node) }
             node = next.0
             depth = next.depth
             lock = LockTable.acquire(node)
@@ -201,32 +212,43 @@ extension FutureStorage {
             next = step
         }
         LockTable.release(lock)
-        Self.compress(run, runDepths, to: node, depth: depth, garbage: &garbage)
+        if let passed = first {
+            Self.compress(passed, firstDepth, rest, restDepths, to: node, depth: depth, garbage: &garbage)
+        }
         return (node, depth)
     }
 
-    /// Points the linked futures of one run (each with the walk's depth below it) straight at
-    /// `end`, which the walk reached `depth` below; the last already points there.
+    /// Points the linked futures of one run (`first`, then `rest`, each with the walk's depth
+    /// below it) straight at `end`, which the walk reached `depth` below; the last already points
+    /// there.
     private static func compress(
-        _ run: [AnyObject],
-        _ runDepths: [Int32],
+        _ first: AnyObject,
+        _ firstDepth: Int32,
+        _ rest: [AnyObject],
+        _ restDepths: [Int32],
         to end: FutureStorage<Value>,
         depth: Int32,
         garbage: inout [AnyObject]
     ) {
-        guard run.count > 1 else { return }
-        for index in 0..<(run.count - 1) {
-            let step = unsafeDowncast(run[index], to: FutureStorage<Value>.self)
-            // Another compressor may have rewritten this link already, so the old target is not
-            // necessarily in the run: release it after the lock, never under it. Its depth below
-            // `end` is the same whichever walk computes it.
-            let lock = LockTable.acquire(step)
-            let old = step.upstream
-            step.upstream = end
-            step.linkDepth = depth - runDepths[index]
-            LockTable.release(lock)
-            if let old { garbage.append(old as AnyObject) }
+        guard !rest.isEmpty else { return }
+        point(first, at: end, depth: depth - firstDepth, garbage: &garbage)
+        for index in 0..<(rest.count - 1) {
+            point(rest[index], at: end, depth: depth - restDepths[index], garbage: &garbage)
         }
+    }
+
+    /// Points one linked future of a run at `end`, `depth` below it.
+    private static func point(_ linked: AnyObject, at end: FutureStorage<Value>, depth: Int32, garbage: inout [AnyObject]) {
+        let step = unsafeDowncast(linked, to: FutureStorage<Value>.self)
+        // Another compressor may have rewritten this link already, so the old target is not
+        // necessarily in the run: release it after the lock, never under it. Its depth below
+        // `end` is the same whichever walk computes it.
+        let lock = LockTable.acquire(step)
+        let old = step.upstream
+        step.upstream = end
+        step.linkDepth = depth
+        LockTable.release(lock)
+        if let old { garbage.append(old as AnyObject) }
     }
 
     /// The outcome, or `nil` while pending.

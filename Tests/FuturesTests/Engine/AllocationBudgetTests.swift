@@ -31,6 +31,13 @@ struct AllocationBudgetTests {
         // step: the derived future and the callback, no job. (The one hop's own allocations by GCD
         // vary a little from run to run: a few bytes per step of slack.)
         Budget(scenario: "map-step-queue", allocations: 2, bytes: 216),
+        // A promise completed with the next promise's future, which merges into it: the promise,
+        // its storage, and the adopter's box for the right to complete. Walking the merge links
+        // allocates nothing.
+        Budget(scenario: "adoption-step", allocations: 3, bytes: 200),
+        // One iteration of a recursive `.immediate` `flatMap` loop: its source, the derived future
+        // with its closure, and the merge of the inner future.
+        Budget(scenario: "flatmap-loop-step", allocations: 6, bytes: 360),
         // A join's member, its promise included: the member costs the join no allocation.
         Budget(scenario: "join-member", allocations: 2, bytes: 232),
         // `await` of a completed future.
