@@ -150,7 +150,7 @@ extension FutureStorage {
 
     /// ``root()``, handing the references the walk drops (links it rewrote, the futures it passed)
     /// to the caller in `garbage`: a caller holding the adoption lock releases them after it, since
-    /// the last of them may free a future.
+    /// the last of them may free a future. The caller holds this future, which is not collected.
     @usableFromInline
     final func root(collecting garbage: inout [AnyObject]) -> FutureStorage<Value> {
         rootAndDepth(startingAt: 0, collecting: &garbage).0
