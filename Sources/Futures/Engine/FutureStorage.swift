@@ -74,6 +74,12 @@ final class Extras<Value: Sendable> {
     @exclusivity(unchecked) @usableFromInline var depth: Int32 = 0
 
     @usableFromInline init() {}
+
+    /// Whether freeing this box may free a chain of futures (see ``FutureStorage``'s deinit).
+    @inlinable var mayHoldChain: Bool {
+        forward != nil || !cancelHandlers.isEmpty || onDemand != nil || onProgressDemand != nil
+            || completionToken != nil
+    }
 }
 
 /// A producer cancellation handler, with the depth (below the future that holds the state) of the
@@ -227,23 +233,26 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         LockChecks.checkNotFreedUnderStripe("a future")
         #endif
         // A pending future's callbacks may hold the next future of a long chain, a link holds the
-        // next link, and a split future's forward the next split-off state: release them in a
+        // next link, a split future's forward the next split-off state, and the closures in the
+        // extras box (producer cancellation handlers, a deferred future's work, a join's progress
+        // source) the futures they were made for, such as a join's members: release them in a
         // loop, not by recursion.
-        guard mayHoldChain || extras?.forward != nil else { return }
+        let extrasMayHoldChain = extras?.mayHoldChain ?? false
+        guard mayHoldChain || extrasMayHoldChain else { return }
         DeferredRelease.release {
             var next: (any ConsumerSource)? = nil  // the link, or the upstream of a pending future
             swap(&next, &upstream)
-            var forward: AnyObject? = nil
-            if let extras, let held = extras.forward {
-                forward = held
-                extras.forward = nil
+            var box: AnyObject? = nil  // the extras box, with what it holds
+            if extrasMayHoldChain {
+                box = extras
+                extras = nil
             }
             // Without generic types for a link (it has no callbacks, and is the usual case here):
             // boxing a tuple that holds a `CallbackList<Value>` asks the runtime for its metadata.
-            if phase == .linked { return (next, forward) as Any }
+            if phase == .linked { return (next, box) as Any }
             var taken = CallbackList<Value>()
             swap(&taken, &callbacks)
-            return (taken, next, forward) as Any
+            return (taken, next, box) as Any
         }
     }
 
@@ -275,4 +284,9 @@ enum StorageFlags {
     /// The future's producer ended it as a withdrawal would (cancelled, or failed with `.cycle`):
     /// it has used its right to complete, and a later `complete(with:)` of its is refused.
     @inlinable static var producerEnded: UInt8 { 8 }
+    /// What this pending future waits on may still change other than by a split: it derives from
+    /// its source by a transform that may adopt a future later (`flatMap` and its kin), or it
+    /// merged such a future and took over its source. Cycle detection compresses no path through it
+    /// (see ``CycleDetection``).
+    @inlinable static var waitMayChange: UInt8 { 16 }
 }

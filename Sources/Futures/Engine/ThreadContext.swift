@@ -39,6 +39,13 @@ final class ThreadContext {
     @exclusivity(unchecked) var isReleasing = false
     @exclusivity(unchecked) var releaseQueue: [Any] = []
 
+    /// True while a withdrawal loop runs on this thread (see ``Cancellation/withdraw(from:_:key:)``);
+    /// withdrawals that the futures it cancels start in turn (a join leaving its members, for
+    /// instance) queue here instead of recursing.
+    @exclusivity(unchecked) var isWithdrawing = false
+    @exclusivity(unchecked) var withdrawals: [UpstreamLink] = []
+    @exclusivity(unchecked) var withdrawalHead = 0
+
     /// True while cancellation-token handlers run on this thread; handlers of tokens they cancel (or
     /// make immortal) in turn queue up instead of recursing.
     @exclusivity(unchecked) var isRunningTokenWork = false

@@ -93,12 +93,34 @@ struct UpstreamLink {
 enum Cancellation {
     /// Withdraws a registrant from `source` (see ``Withdrawal``), and then each future that this
     /// cancels from its own upstream, in a loop.
+    ///
+    /// A cancelled future's producer handlers run inside that loop, and some withdraw in turn (a
+    /// join leaving its members, a race its losers): each level of nested joins would add frames.
+    /// So on a thread where a withdrawal loop already runs, the withdrawal is queued, and the
+    /// outermost loop takes it after the step that queued it returns; every withdrawal a call starts
+    /// is done before that call returns, unless a loop further up the stack will do it.
     @usableFromInline
     static func withdraw(from source: any ConsumerSource, _ withdrawal: Withdrawal = .counted, key: RegistrationKey?) {
-        var next = source.withdraw(withdrawal, key: key)
-        while let link = next {
-            next = link.source.withdraw(link.withdrawal, key: link.key)
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        if context.isWithdrawing {
+            context.withdrawals.append(UpstreamLink(source: source, withdrawal: withdrawal, key: key))
+            return
         }
+        context.isWithdrawing = true
+        var next = source.withdraw(withdrawal, key: key)
+        while true {
+            while let link = next {
+                next = link.source.withdraw(link.withdrawal, key: link.key)
+            }
+            // Queued by the steps above, in the order they were queued.
+            guard context.withdrawalHead < context.withdrawals.count else { break }
+            let queued = context.withdrawals[context.withdrawalHead]
+            context.withdrawalHead += 1
+            next = queued.source.withdraw(queued.withdrawal, key: queued.key)
+        }
+        context.withdrawals.removeAll(keepingCapacity: context.withdrawals.capacity <= 1024)
+        context.withdrawalHead = 0
+        context.isWithdrawing = false
     }
 
     /// Withdraws along `link`, and on up.

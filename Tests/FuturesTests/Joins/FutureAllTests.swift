@@ -259,4 +259,30 @@ struct FutureAllTests {
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(race.outcome?.isCancelled == true)
     }
+
+    @Test func aJoinErrorWithManyFailuresDescribesItselfBriefly() {
+        let error = JoinError(failures: (0..<1_000_000).map { (index: $0, error: TestError(code: $0)) })
+        #expect(error.failures.count == 1_000_000)
+        let text = error.description
+        #expect(text.hasPrefix("1000000 members failed: [0: "))
+        #expect(text.hasSuffix("and 999990 more]"))
+        #expect(text.count < 1_000)
+    }
+
+    @Test func aNestedJoinErrorIsCountedNotDescribedLevelByLevel() {
+        var error = JoinError(failures: [(index: 0, error: TestError(code: 0))])
+        for level in 1...10_000 { error = JoinError(failures: [(index: 1, error: error), (index: 0, error: TestError(code: level))]) }
+        #expect(error.failures.map(\.index) == [0, 1])
+        #expect(error.description == "2 members failed: [0: TestError(code: 10000), 1: JoinError(2 members failed)]")
+    }
+
+    /// A nest of failed joins holds a join error inside a join error, as deep as the nest: it is
+    /// freed in a loop, not by recursion.
+    @Test func aDeepNestOfJoinErrorsIsFreedOnASmallStack() async {
+        await onSmallStackOffThePool {
+            var error = JoinError(failures: [(index: 0, error: TestError(code: 0))])
+            for _ in 0..<200_000 { error = JoinError(failures: [(index: 0, error: error)]) }
+            #expect(error.failures.count == 1)
+        }
+    }
 }
