@@ -63,7 +63,13 @@ extension Future {
         let slots = items.map { _ in Promise<Element>() }
         let joined = Future<[Element]>.all(slots.map(\.future), policy: policy)
         let scheduler = Guarded(ItemScheduler(count: items.count))
+        // Weak: the slots' callbacks hold `start`, and the join holds the slots.
+        weak let result = joined.storage
         @Sendable func start(_ first: Int) {
+            // Once the result is decided (it failed fast, or was cancelled), nothing more starts:
+            // its cancellation frees the slots of the operations in flight, and each would
+            // otherwise start the next item.
+            guard let result, result.outcome == nil else { return }
             var candidate: Int? = first
             // Skip items whose slot was cancelled before they started (in a loop: a fail-fast
             // over a million items must not recurse a million times).

@@ -96,7 +96,11 @@ extension Future {
             operation().flatMapError(on: .immediate) { error in
                 guard number < attempts, shouldRetry(error) else { throw error }
                 if stopped.withLock({ $0 }) { return .cancelled }
-                return Future<Void>.after(backoff.delay(number), value: (), clock: clock)
+                let delay = backoff.delay(number)
+                // No wait: the next attempt starts here, with no timer (this runs in a callback,
+                // so an attempt that fails at once queues behind it rather than recursing).
+                if delay <= .zero { return attempt(number + 1) }
+                return Future<Void>.after(delay, value: (), clock: clock)
                     .flatMap(on: .immediate) { stopped.withLock { $0 } ? .cancelled : attempt(number + 1) }
             }
         }

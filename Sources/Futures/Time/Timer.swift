@@ -181,12 +181,27 @@ final class TimerThread: @unchecked Sendable {
         guard index >= 0 else { return }
         timer.heapIndex = -1
         let last = heap.removeLast()
+        shrinkIfSparseLocked()
         guard index < heap.count else { return }
         heap[index] = last
         last.heapIndex = index
         siftDown(index)
         siftUp(index)
     }
+
+    /// Gives back most of the heap's capacity once it is three quarters empty, so that a burst of
+    /// timers (a long chain of timeouts, say) leaves no large buffer behind (caller holds the lock).
+    /// Halving at a quarter full keeps the copying amortised constant per removal.
+    private func shrinkIfSparseLocked() {
+        guard heap.capacity > 64, heap.count < heap.capacity / 4 else { return }
+        var smaller: [Timer] = []
+        smaller.reserveCapacity(heap.count * 2)
+        smaller.append(contentsOf: heap)
+        heap = smaller  // frees the old buffer only: every timer is still held by `smaller`
+    }
+
+    /// How many timers the heap has room for (for tests).
+    var heapCapacity: Int { withLock { heap.capacity } }
 
     /// Whether `timer` is in the heap (for tests).
     func isScheduled(_ timer: Timer) -> Bool { withLock { timer.heapIndex >= 0 } }

@@ -121,6 +121,46 @@ struct FutureSeriallyTests {
         #expect(promises[0].isCancelled && promises[1].isCancelled)
     }
 
+    @Test func aCancelledConcurrentlyStartsNoFurtherOperation() {
+        let started = Counter()
+        let promises = (0..<3).map { _ in Promise<Int>() }
+        let all = Future<[Int]>.concurrently(0..<10_000, limit: 3) { index in
+            started.increment()
+            return index < 3 ? promises[index].future : Future(value: index)
+        }
+        #expect(started.value == 3)
+        #expect(all.cancel())
+        // Each cancelled operation freed its slot: none of them may start the next item.
+        #expect(started.value == 3)
+        #expect(promises.allSatisfy { $0.isCancelled })
+    }
+
+    @Test func aConcurrentlyThatFailedFastStartsNoFurtherOperationAsTheOthersEnd() {
+        let started = Counter()
+        let promises = (0..<3).map { _ in Promise<Int>() }
+        let all = Future<[Int]>.concurrently(0..<100, limit: 3) { index in
+            started.increment()
+            return index < 3 ? promises[index].future : Future(value: index)
+        }
+        promises[0].fail(TestError(code: 1))
+        #expect((all.outcome?.error as? TestError)?.code == 1)
+        promises[1].succeed(1)  // too late: the slot it frees starts nothing
+        #expect(started.value == 3)
+    }
+
+    @Test func aCancelledSeriallyStartsNoFurtherOperation() {
+        let started = Counter()
+        let first = Promise<Int>()
+        let all = Future<[Int]>.serially(0..<1_000) { index in
+            started.increment()
+            return index == 0 ? first.future : Future(value: index)
+        }
+        #expect(all.cancel())
+        #expect(first.isCancelled)
+        first.succeed(0)
+        #expect(started.value == 1)
+    }
+
     @Test func concurrentlyResolvedFromManyThreads() async throws {
         for _ in 0..<20 {
             let results = try await Future<[Int]>.concurrently(0..<64, limit: 8) { index in

@@ -125,6 +125,19 @@ struct TimeTests {
         #expect(attempts.value == 3)
     }
 
+    /// Without a backoff, an attempt that fails at once is retried at once, in the same call: no
+    /// timer, no hop (a million attempts run on a small stack).
+    @Test func retryWithoutBackoffRetriesAtOnceWithoutATimer() async {
+        await onSmallStackOffThePool {
+            let attempts = Counter()
+            let future = Future<Int>.retry(attempts: 100_000) {
+                Future(error: TestError(code: attempts.increment()))
+            }
+            #expect((future.outcome?.error as? TestError)?.code == 100_000)
+            #expect(attempts.value == 100_000)
+        }
+    }
+
     @Test func retryAsksWhetherToRetry() async {
         let attempts = Counter()
         let future = Future<Int>.retry(attempts: 5, while: { ($0 as? TestError)?.code != 2 }) {

@@ -114,6 +114,16 @@ struct TimerTests {
         #expect(kept < 32, "\(scenario) keeps \(kept) B")
     }
 
+    /// A burst of timers (a long chain of timeouts, say) leaves no large buffer behind once they end.
+    @Test func theTimerHeapGivesBackItsRoomAfterABurst() {
+        let timers = (0..<20_000).map { _ in Timer.start(after: .seconds(3_600), clock: ContinuousClock()) {} }
+        #expect(TimerThread.shared.heapCapacity >= 20_000)
+        for timer in timers { timer.cancel() }
+        TimerThread.shared.checkInvariants()
+        // Other tests may have a few timers running meanwhile; never room for the burst.
+        #expect(TimerThread.shared.heapCapacity < 5_000)
+    }
+
     @Test func theTimerHeapStaysOrderedWhileTimersComeAndGo() {
         var timers: [Timer] = []
         var generator = SystemRandomNumberGenerator()
