@@ -178,7 +178,7 @@ extension Future {
         _ transform: @escaping @MainActor @Sendable (Outcome<Value>) throws -> Future<NewValue>
     ) -> Future<NewValue> {
         let isolated = onMainActor(transform)
-        return derive(hop: Hop(executor), handles: .all, guarded: true, combinesProgress: true) { outcome in
+        return derive(hop: Hop(executor), handles: .all, guarded: true, combinesProgress: true, adopts: true) { outcome in
             do { return .adopt(try isolated(outcome)) } catch { return .outcome(Outcome(failure: error)) }
         }
     }

@@ -86,9 +86,10 @@ final class DerivedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Val
 extension FutureStorage {
     /// Sets up a derived future's progress before anyone else can see it (so without the lock).
     @inlinable
-    func configure(progressWeight: Double?, combinesProgress: Bool) {
+    func configure(progressWeight: Double?, combinesProgress: Bool, adopts: Bool) {
         if let progressWeight { setProgressWeight(progressWeight) }
         if combinesProgress { self.combinesProgress = true }
+        if adopts { setFlag(StorageFlags.waitMayChange, true) }
     }
 
     /// Completes this (derived) future as its own completer.
@@ -119,13 +120,14 @@ extension Future {
         guarded: Bool = false,
         progressWeight: Double? = nil,
         combinesProgress: Bool = false,
+        adopts: Bool = false,
         _ body: @escaping @Sendable (Outcome<Value>) -> Continuation<NewValue>
     ) -> Future<NewValue> {
         switch hop {
         case .inline:
             // The callback captures the derived future alone (see ``DerivedStorage``).
             let derived = DerivedStorage<Value, NewValue>(body)
-            derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress)
+            derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress, adopts: adopts)
             if guarded {
                 storage.register({ outcome in derived.receiveIfPending(outcome) }, derived: derived)
             } else {
@@ -134,7 +136,7 @@ extension Future {
             return Future<NewValue>(storage: derived)
         case .executor:
             let derived = FutureStorage<NewValue>()
-            derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress)
+            derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress, adopts: adopts)
             storage.register({ outcome in
                 if handles.matches(outcome) {
                     if hop.runsHere {
@@ -234,7 +236,7 @@ extension Future {
         progressWeight: Double? = nil,
         _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
     ) -> Future<NewValue> {
-        derive(hop: hop, handles: .success, progressWeight: progressWeight, combinesProgress: true) { outcome in
+        derive(hop: hop, handles: .success, progressWeight: progressWeight, combinesProgress: true, adopts: true) { outcome in
             switch outcome {
             case .success(let value):
                 do { return .adopt(try transform(value)) } catch { return .outcome(Outcome(failure: error)) }
@@ -312,7 +314,7 @@ extension Future {
 
     @inlinable
     func flatMapError(hop: Hop, _ transform: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        derive(hop: hop, handles: .failure) { outcome in
+        derive(hop: hop, handles: .failure, adopts: true) { outcome in
             guard case .failure(let error) = outcome else { return .outcome(outcome) }
             do { return .adopt(try transform(error)) } catch { return .outcome(Outcome(failure: error)) }
         }
@@ -400,7 +402,7 @@ extension Future {
         on executor: some Executor = .current,
         _ transform: @escaping @Sendable (Outcome<Value>) throws -> Future<NewValue>
     ) -> Future<NewValue> {
-        derive(hop: Hop(executor), handles: .all, guarded: true, combinesProgress: true) { outcome in
+        derive(hop: Hop(executor), handles: .all, guarded: true, combinesProgress: true, adopts: true) { outcome in
             do { return .adopt(try transform(outcome)) } catch { return .outcome(Outcome(failure: error)) }
         }
     }

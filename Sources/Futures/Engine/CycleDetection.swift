@@ -6,11 +6,13 @@ protocol CycleNode: AnyObject {
     /// references the walk drops go into `garbage`, released after that lock.
     func cycleRoot(collecting garbage: inout [AnyObject]) -> any CycleNode
     /// `nil` unless this future is pending; else what it waits for: `upstream`, its source (a
-    /// derived future) or the future it adopted; and `jump`, a compressed pointer further along
-    /// the same path (set on adopters only, whose wait changes only in a split, to the new future
-    /// that took over what it waited on: the old pointer still lies on the path).
-    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)?
-    /// Points this pending adopter's compressed pointer at `ancestor` (does nothing to others).
+    /// derived future) or the future it adopted; `jump`, a compressed pointer further along the
+    /// same path; and whether a path through it may be compressed: it has room for a jump (an
+    /// adopter, or the root of a merge set), and its wait changes only in a split, to the new
+    /// future that took over what it waited on, so that the old pointer still lies on the path.
+    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?, compressible: Bool)?
+    /// Points this pending future's compressed pointer at `ancestor`, if it is compressible (does
+    /// nothing to others).
     func compressWait(to ancestor: any CycleNode)
     /// Fails this future with ``FutureError/cycle`` if it is still pending, whoever may complete it.
     func failAsCycle()
@@ -20,15 +22,21 @@ protocol CycleNode: AnyObject {
 ///
 /// A future waits on exactly one other: a derived future on its source, an adopter on the future it
 /// adopted. Adopting `target` closes a cycle when following those waits from `target` reaches the
-/// adopter. The walk jumps along adopters' compressed pointers (union-find with path compression),
-/// so long chains of adoptions stay cheap; a derived future's wait is followed one step at a time,
-/// because a `flatMap` that has not yet adopted will change it, and a pointer that jumped past it
-/// could miss the cycle it closes later. A hit is confirmed along the real waits, since a jump can
-/// skip a future that completed meanwhile (the path is then broken, and there is no cycle).
+/// adopter. The walk jumps along compressed pointers kept by adopters and merge-set roots (union-find
+/// with path compression), so long chains of adoptions stay cheap; it follows a wait one step at a
+/// time where it may still change (a `flatMap` that has not yet adopted, or a set root that took
+/// over such a future's source), because a pointer that jumped past it could miss the cycle it
+/// closes later, and through a plain derived future, which has no room for a pointer. A hit is
+/// confirmed along the real waits, since a jump can skip a future that completed meanwhile (the
+/// path is then broken, and there is no cycle).
 ///
 /// Joins wait on several futures and record none of them: a cycle through a join is not found.
 @usableFromInline
 enum CycleDetection {
+    /// How many waits the walks have followed, for tests of the walk's cost (guarded by the
+    /// adoption lock, under which every walk runs).
+    nonisolated(unsafe) static var stepsWalked = 0
+
     /// The futures of the cycle that `adopter` adopting `target` would close, from `target` to the
     /// one the adopter waits for, or `nil` if it closes none. Called under the adoption lock with
     /// both futures being roots; every strong reference taken goes into `keepAlive`.
@@ -38,7 +46,7 @@ enum CycleDetection {
         keepAlive: inout [AnyObject]
     ) -> [any CycleNode]? {
         var node = target
-        var adopters: [any CycleNode] = []  // consecutive adopters just walked: compressed together
+        var adopters: [any CycleNode] = []  // consecutive compressible futures just walked: compressed together
         var hit = false
         var steps = 0
         var seen: Set<ObjectIdentifier> = []  // past a few steps: a stale jump could loop
@@ -46,6 +54,7 @@ enum CycleDetection {
             if let jump = edges.jump { keepAlive.append(jump) }
             if let upstream = edges.upstream { keepAlive.append(upstream) }
             steps += 1
+            stepsWalked &+= 1
             if steps > 16, !seen.insert(ObjectIdentifier(node)).inserted {
                 hit = true  // let the walk along real waits decide
                 break
@@ -56,7 +65,7 @@ enum CycleDetection {
                 hit = true
                 break
             }
-            if edges.jump != nil {
+            if edges.compressible {
                 adopters.append(node)
             } else {
                 compress(adopters, to: node, keepAlive: &keepAlive)
@@ -69,7 +78,7 @@ enum CycleDetection {
         return confirm(adopting: target, into: adopter, keepAlive: &keepAlive)
     }
 
-    /// Points each of a run of adopters at the future the run leads to.
+    /// Points each of a run of compressible futures at the future the run leads to.
     private static func compress(_ adopters: [any CycleNode], to end: any CycleNode, keepAlive: inout [AnyObject]) {
         guard adopters.count > 1 else { return }
         for adopter in adopters { adopter.compressWait(to: end) }
@@ -107,20 +116,27 @@ extension FutureStorage: CycleNode {
     }
 
     @usableFromInline
-    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?)? {
+    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?, compressible: Bool)? {
         LockTable.withLock(self) {
             guard phase == .pending else { return nil }
             // A cast, not a protocol refinement: a `ConsumerSource` that also had to be a
             // `CycleNode` would cost every derived future a witness-table lookup.
-            return (extras?.waitingOn, upstream?.resolved as? any CycleNode)
+            return (extras?.waitingOn, upstream?.resolved as? any CycleNode, isCompressibleLocked)
         }
+    }
+
+    /// Whether a path through this pending future may be compressed (see ``CycleNode/cycleEdges()``;
+    /// caller holds the lock).
+    final var isCompressibleLocked: Bool {
+        extras != nil && !flag(StorageFlags.waitMayChange)
     }
 
     @usableFromInline
     func compressWait(to ancestor: any CycleNode) {
         // Reading a weak reference makes a strong one: the old pointer is released after the lock.
         let old = LockTable.withLock(self) { () -> (any CycleNode)? in
-            guard phase == .pending, let extras, let old = extras.waitingOn else { return nil }
+            guard phase == .pending, isCompressibleLocked, let extras else { return nil }
+            let old = extras.waitingOn
             extras.waitingOn = ancestor
             return old
         }

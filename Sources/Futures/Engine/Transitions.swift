@@ -384,6 +384,7 @@ extension FutureStorage {
         extras.depth = depth + (target.extras?.depth ?? 0)
         let progressChange = composeProgressOnMerge(with: target)
         consumesUpstream = target.consumesUpstream
+        setFlag(StorageFlags.waitMayChange, target.flag(StorageFlags.waitMayChange))  // its source is this one's now
         // The target's registration on its source stays as it is: withdraw by its key.
         extras.upstreamKey = target.extras?.upstreamKey ?? RegistrationKey(target)
         swap(&upstream, &target.upstream)  // the adopter's own source has completed
@@ -436,6 +437,7 @@ extension FutureStorage {
         moved.depth = extras.depth - depth
         moved.upstreamKey = extras.upstreamKey ?? RegistrationKey(self)
         state.consumesUpstream = consumesUpstream
+        state.setFlag(StorageFlags.waitMayChange, flag(StorageFlags.waitMayChange))
         state.immortal = immortal
         swap(&state.upstream, &upstream)
         state.mayHoldChain = true
@@ -490,6 +492,7 @@ extension FutureStorage {
         extras.handCompletion(to: token)
         extras.waitingOn = target
         extras.upstreamKey = nil  // it registers on the target itself, below
+        setFlag(StorageFlags.waitMayChange, false)  // it waits on the target until a split
         immortal = target.immortal
         consumesUpstream = true
         let progressChange = composeProgressOnWait(innerProgress: target.progress?.value ?? 0)

@@ -128,6 +128,40 @@ struct CycleDetectionTests {
         #expect(consumers.allSatisfy { isCycle($0.outcome) })
     }
 
+    /// Each promise adopts a transform of the previous promise's future: a promise nothing waits
+    /// on yet can close no cycle, so no adoption walks the chain behind its target.
+    @Test func aChainOfPromisesAdoptingMapsOfTheirPredecessorsDoesNotWalkIt() {
+        let length = 5_000
+        let first = Promise<Int>()
+        var previous = first.future
+        let walkedBefore = adoptionLock.withLock { CycleDetection.stepsWalked }
+        for _ in 0..<length {
+            let next = Promise<Int>()
+            #expect(next.complete(with: previous.map(on: .immediate) { $0 + 1 }))
+            previous = next.future
+        }
+        let walked = adoptionLock.withLock { CycleDetection.stepsWalked } - walkedBefore
+        // Other tests adopt meanwhile: allow them some, never one walk per level of this chain.
+        #expect(walked < length, "the walks followed \(walked) waits for \(length) adoptions")
+        first.succeed(0)
+        #expect(previous.outcome?.value == length)
+    }
+
+    @Test func aCycleClosedByAPromiseThatIsWaitedOnIsStillFound() {
+        let first = Promise<Int>()
+        let consumer = first.future.map(on: .immediate) { $0 }
+        var previous = first.future
+        for _ in 0..<100 {
+            let next = Promise<Int>()
+            next.complete(with: previous.map(on: .immediate) { $0 + 1 })
+            previous = next.future
+        }
+        #expect(first.complete(with: previous))
+        #expect(isCycle(first.future.outcome))
+        #expect(isCycle(consumer.outcome))
+        #expect(isCycle(previous.outcome))
+    }
+
     @Test func aRejectedAdoptionFailsNothing() {
         let p = Promise<Int>()
         let q = Promise<Int>()
