@@ -75,6 +75,13 @@ let package = Package(
             ],
             path: "Tests/LeakCheck"
         ),
+        // Builds one structure of futures at a depth, ends it one way, and checks the outcome and the
+        // heap, in a process of its own on a 512 KiB stack (the stack-safety matrix).
+        .executableTarget(
+            name: "futures-depthcheck",
+            dependencies: ["Futures", "CHeapStatistics"],
+            path: "Tests/DepthCheck"
+        ),
         // Random programs over the public API, a sequential model of the rules to check them
         // against, and a runner that executes them on several threads (the model-based tests and
         // the soak run).
@@ -83,7 +90,10 @@ let package = Package(
         .executableTarget(name: "futures-soak", dependencies: ["FuturesModel"], path: "Tests/Soak"),
         .testTarget(
             name: "FuturesTests",
-            dependencies: ["Futures", "FuturesTestSupport", "FuturesTestHelpers", "FuturesModel", "futures-leakcheck"]
+            dependencies: [
+                "Futures", "FuturesTestSupport", "FuturesTestHelpers", "FuturesModel", "futures-leakcheck",
+                "futures-depthcheck",
+            ]
         ),
         // Runs the built `futures-demo` as a subprocess.
         .testTarget(name: "FuturesDemoTests", dependencies: ["futures-demo"]),
