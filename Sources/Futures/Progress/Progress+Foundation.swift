@@ -18,10 +18,35 @@ extension Future {
         // Weak: a future that never completes must not be kept alive by its own Progress.
         foundation.cancellationHandler = { [weak storage] in _ = storage?.cancel() }
         whenProgress(on: .immediate) { fraction in
-            foundation.completedUnitCount = Int64((fraction * Double(totalUnitCount)).rounded())
+            foundation.completedUnitCount = completedUnits(fraction, of: totalUnitCount)
         }
         return foundation
     }
+}
+
+/// `fraction` of `total` units, rounded to the nearest unit (a tie upwards), computed exactly, in
+/// integers, for any total up to `Int64.max` (a `Double` holds integers exactly only up to 2^53):
+/// never below 0 or past `total`, exactly `total` for 1, and never smaller for a larger fraction.
+func completedUnits(_ fraction: Double, of total: Int64) -> Int64 {
+    guard total > 0, fraction > 0 else { return 0 }  // NaN included
+    guard fraction < 1 else { return total }
+    // fraction = significand / 2^shift exactly, with significand < 2^53 and shift >= 53 (as
+    // fraction < 1); a subnormal fraction has no implicit leading bit and the smallest exponent.
+    let exponent = fraction.exponentBitPattern
+    let significand = fraction.significandBitPattern | (exponent == 0 ? 0 : 1 << 52)
+    let shift = 1_075 - Int(max(exponent, 1))
+    // total × significand < 2^63 × 2^53: exact in 128 bits. Shifted by more than 116 bits, it is
+    // below one half.
+    guard shift <= 116 else { return 0 }
+    let (high, low) = UInt64(total).multipliedFullWidth(by: significand)
+    /// The product shifted right by `bits` (52...116), truncated to 64 bits.
+    func shifted(by bits: Int) -> UInt64 {
+        bits >= 64 ? high >> UInt64(bits - 64) : high << UInt64(64 - bits) | low >> UInt64(bits)
+    }
+    // The quotient is below `total` (the fraction is below 1), so rounding up reaches it at most.
+    let quotient = shifted(by: shift)
+    let half = shifted(by: shift - 1) & 1
+    return Int64(quotient + half)
 }
 
 extension Promise {
