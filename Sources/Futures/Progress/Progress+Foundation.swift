@@ -55,7 +55,12 @@ extension Promise {
     ///
     /// Cancelling the future cancels the `Progress`; a `Progress` that is cancelled cancels the
     /// future. (Sampling works the same on every platform: Foundation on Linux has no key-value
-    /// observation.)
+    /// observation, so there is no telling when the `Progress` changes.)
+    ///
+    /// Samples are at least a millisecond apart: an interval below that, zero and negative
+    /// included, samples every millisecond. (On a clock whose durations are not `Duration`, an
+    /// interval that is not positive waits the clock's `minimumResolution` instead, or a
+    /// millisecond of the continuous clock if that is not positive either.)
     ///
     /// ```swift
     /// let promise = Promise<Data>()
@@ -64,10 +69,11 @@ extension Promise {
     ///
     /// - Parameters:
     ///   - progress: the `Progress` to follow.
-    ///   - interval: how often to sample it.
+    ///   - interval: how often to sample it; at least a millisecond.
     ///   - clock: the clock to sample on; a manual clock in tests.
     public func follow<C: Clock>(_ progress: Progress, every interval: C.Duration, clock: C) {
         let storage = self.storage
+        let pause = samplingPause(interval, on: clock)
         let sampler = Task {
             while storage.isPendingFor(storage) {
                 if progress.isCancelled {
@@ -76,7 +82,11 @@ extension Promise {
                 }
                 storage.setProgress(progress.fractionCompleted, from: storage)
                 do {
-                    try await clock.sleep(until: clock.now.advanced(by: interval), tolerance: nil)
+                    if let pause {
+                        try await clock.sleep(until: clock.now.advanced(by: pause), tolerance: nil)
+                    } else {
+                        try await ContinuousClock().sleep(for: minimumSamplingInterval)
+                    }
                 } catch {
                     return
                 }
@@ -93,8 +103,25 @@ extension Promise {
     ///
     /// - Parameters:
     ///   - progress: the `Progress` to follow.
-    ///   - interval: how often to sample it.
+    ///   - interval: how often to sample it; at least a millisecond.
     public func follow(_ progress: Progress, every interval: Duration = .milliseconds(100)) {
         follow(progress, every: interval, clock: ContinuousClock())
     }
+}
+
+/// The shortest wait between two samples of a followed `Progress`: a shorter interval would keep a
+/// thread busy sampling.
+let minimumSamplingInterval = Duration.milliseconds(1)
+
+/// The wait between two samples of a followed `Progress` on `clock`: `interval`, but at least
+/// ``minimumSamplingInterval``. On a clock whose durations are not `Duration`, an interval that is
+/// not positive becomes the clock's resolution; `nil` if that is not positive either (the sampler
+/// then waits the minimum on the continuous clock).
+func samplingPause<C: Clock>(_ interval: C.Duration, on clock: C) -> C.Duration? {
+    if let interval = interval as? Duration {
+        return max(interval, minimumSamplingInterval) as? C.Duration
+    }
+    if interval > .zero { return interval }
+    let resolution = clock.minimumResolution
+    return resolution > .zero ? resolution : nil
 }

@@ -77,4 +77,52 @@ struct ProgressFoundationTests {
         clock.advance(by: .seconds(1))
         #expect(await promise.future.result.isCancelled)
     }
+
+    /// Sampling a `Progress` never spins: an interval below the minimum (zero and negative
+    /// included) waits the minimum, a millisecond, between samples; a longer one is kept.
+    @Test(arguments: zip(
+        [Duration.zero, .milliseconds(-5), .nanoseconds(1), .microseconds(999), .seconds(2)],
+        [Duration.milliseconds(1), .milliseconds(1), .milliseconds(1), .milliseconds(1), .seconds(2)]
+    ))
+    func samplingWaitsAtLeastTheMinimumInterval(interval: Duration, expected: Duration) async throws {
+        let clock = SleepRecordingClock()
+        let foundation = Progress(totalUnitCount: 10)
+        let promise = Promise<Int>()
+        promise.follow(foundation, every: interval, clock: clock)
+        var sleeps = clock.sleeps.makeAsyncIterator()
+        let first = try #require(await sleeps.next())
+        try #require(first.now.duration(to: first.deadline) == expected, "slept \(first.now.duration(to: first.deadline))")
+        foundation.completedUnitCount = 4
+        clock.base.advance(by: expected)
+        let second = try #require(await sleeps.next())
+        #expect(second.now == first.deadline && second.now.duration(to: second.deadline) == expected)
+        #expect(promise.future.progress == 0.4)
+        promise.succeed(1)
+    }
+}
+
+/// A manual clock that hands the test each sleep it is asked for (when it was asked, and until
+/// when), then sleeps on ``base``. A sleep that would return at once ends the sleeper with
+/// `CancellationError`, so a sampler that would spin stops instead.
+struct SleepRecordingClock: Clock {
+    struct Sleep: Sendable {
+        let now: ManualClock.Instant
+        let deadline: ManualClock.Instant
+    }
+
+    let base = ManualClock()
+    let sleeps: AsyncStream<Sleep>
+    private let recorded: AsyncStream<Sleep>.Continuation
+
+    init() { (sleeps, recorded) = AsyncStream.makeStream() }
+
+    var now: ManualClock.Instant { base.now }
+    var minimumResolution: Duration { .zero }
+
+    func sleep(until deadline: ManualClock.Instant, tolerance: Duration? = nil) async throws {
+        let now = base.now
+        recorded.yield(Sleep(now: now, deadline: deadline))
+        guard now < deadline else { throw CancellationError() }
+        try await base.sleep(until: deadline)
+    }
 }
