@@ -81,8 +81,10 @@ extension Future {
     /// The progress as an `AsyncSequence` that ends when the future completes, with the final value
     /// (1.0 after success). A slow consumer gets the latest value, not a backlog.
     ///
-    /// A consumer that stops early (it breaks out of the loop, its task is cancelled, or it drops
-    /// the sequence) leaves the future at once: nothing of the sequence stays on it.
+    /// A sequence whose consumer stops early leaves the future at once, and nothing of it stays
+    /// there: when the consumer's task is cancelled, or when nothing can iterate the sequence any
+    /// more (its iterator and the sequence itself are released, as when a `for await` loop over
+    /// `future.progressUpdates` breaks out).
     ///
     /// ```swift
     /// for await fraction in download.progressUpdates { print(fraction) }

@@ -448,6 +448,24 @@ struct ProgressTests {
         #expect(values.last == 1)
     }
 
+    /// A sequence on a future that another then adopted leaves it when its consumer is done with
+    /// it: its listener and callback go, whatever the adoption did with the future's state.
+    @Test func anAbandonedSequenceOnAnAdoptedFutureLeavesIt() async {
+        let inner = Promise<Int>()
+        inner.progress = 0.1
+        var updates: AsyncStream<Double>? = inner.future.progressUpdates
+        let outer = Promise<Int>()
+        #expect(outer.complete(with: inner.future))
+        let listeners = progressListenerCount(inner.future)
+        let entries = entryCount(inner.future)
+        for await _ in updates! { break }
+        updates = nil  // the sequence leaves once nothing can iterate it any more
+        #expect(progressListenerCount(inner.future) == listeners - 1)
+        #expect(entryCount(inner.future) == entries - 1)
+        #expect(inner.succeed(1))
+        #expect(outer.future.outcome?.value == 1)
+    }
+
     /// A sequence abandoned on a long-lived future keeps no heap (measured in a process of its own).
     @Test(arguments: ["progressUpdates-broken-off", "progressUpdates-cancelled", "progressUpdates-dropped"])
     func anAbandonedProgressSequenceKeepsNothing(scenario: String) throws {
