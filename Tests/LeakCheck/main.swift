@@ -115,6 +115,20 @@ let leaving: [String: () -> Void] = [
         adopter.whenProgress(on: .immediate) { _ in }
         precondition(adopter.cancel())
     },
+    // Progress sequences whose consumer leaves early: breaking out, its task cancelled while it
+    // waits for the next value, or never iterated.
+    "progressUpdates-broken-off": {
+        forever.progress = 0.5  // a value to break out on
+        _ = Task(executorPreference: inline) { for await _ in forever.future.progressUpdates { break } }
+        inline.runAll()
+    },
+    "progressUpdates-cancelled": {
+        let task = Task(executorPreference: inline) { for await _ in forever.future.progressUpdates {} }
+        inline.runAll()  // waiting for a value
+        task.cancel()
+        inline.runAll()  // ended
+    },
+    "progressUpdates-dropped": { _ = forever.future.progressUpdates },
     "timeout-long-lived-cancelled": { precondition(forever.future.timeout(after: .seconds(8)).cancel()) },
     "race-lost": { precondition(Future.race([forever.future, Future(value: 1)]).outcome?.value == 1) },
     "all-failed-fast": {

@@ -81,14 +81,30 @@ extension Future {
     /// The progress as an `AsyncSequence` that ends when the future completes, with the final value
     /// (1.0 after success). A slow consumer gets the latest value, not a backlog.
     ///
+    /// A sequence whose consumer stops early leaves the future at once, and nothing of it stays
+    /// there: when the consumer's task is cancelled, or when nothing can iterate the sequence any
+    /// more (its iterator and the sequence itself are released, as when a `for await` loop over
+    /// `future.progressUpdates` breaks out).
+    ///
     /// ```swift
     /// for await fraction in download.progressUpdates { print(fraction) }
     /// ```
     public var progressUpdates: AsyncStream<Double> {
         let (stream, continuation) = AsyncStream<Double>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let feed = ProgressFeed(continuation)
-        storage.observeProgress { value, version in feed.yield(value, version: version) }
-        storage.register({ outcome in feed.finish(final: outcome.isSuccess ? 1 : nil) }, asConsumer: false)
+        let storage = self.storage
+        // The sequence's end takes the feed's listener and callback off. Set before they are added:
+        // a future that is already complete finishes the sequence while its callback is added.
+        // Only a consumer that left has anything to take off (`.finished` comes from the future's
+        // completion, which releases both). The handler holds the feed until it runs, and the
+        // sequence always ends, however its consumer goes.
+        continuation.onTermination = { termination in
+            guard case .cancelled = termination else { return }
+            storage.removeProgressFollower(ObjectIdentifier(feed))
+            storage.removeRegistration(RegistrationKey(feed))
+        }
+        storage.observeProgress(follower: ObjectIdentifier(feed)) { value, version in feed.yield(value, version: version) }
+        storage.register({ outcome in feed.finish(final: outcome.isSuccess ? 1 : nil) }, asConsumer: false, owner: feed)
         return stream
     }
 }

@@ -17,10 +17,12 @@ final class ProgressState {
     /// The progress this future reports, and its version (bumped on every change).
     var value: Double = 0
     var version: UInt64 = 0
-    /// Observers, in registration order: user handlers (coalescing, on their executors) and the
-    /// following listeners of downstream futures. `followers` holds, at the same index, the
-    /// identity of the downstream future a following listener belongs to (`nil` for a handler), so
-    /// that a follower that completes takes its listener off (see ``removeFollower(_:)``).
+    /// Observers, in registration order: user handlers (coalescing, on their executors), the
+    /// following listeners of downstream futures and the feeds of `progressUpdates` sequences.
+    /// `followers` holds, at the same index, the identity of the downstream future a following
+    /// listener belongs to, or of a sequence's feed (`nil` for a handler), so that a follower that
+    /// completes, or a sequence whose consumer left, takes its listener off (see
+    /// ``removeFollower(_:)``).
     private(set) var observers: [ProgressObserver] = []
     private var followers: [ObjectIdentifier?] = []
     /// Whether this future follows its upstream's progress, which upstream, and the newest version

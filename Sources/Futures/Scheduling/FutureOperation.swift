@@ -15,7 +15,10 @@ import Foundation
 /// ```
 ///
 /// - Cancelling the operation cancels ``future`` (and so the work, as its consumer); cancelling
-///   ``future`` cancels the operation. Cancelled before it starts, the work never runs.
+///   ``future`` cancels the operation. Cancelled before it starts, the work never runs. On Linux,
+///   `cancelAllOperations()` cancels a queue's operations one by one, and may start queued work
+///   meanwhile; to stop everything at once, have the work follow a ``CancellationSource`` (see the
+///   article "Futures on Operation Queues").
 /// - The operation finishes as soon as ``future`` completes, whatever the outcome.
 /// - A `FutureOperation` runs once; like any `Operation`, it cannot be added to a queue twice.
 public final class FutureOperation<Value: Sendable>: Operation, @unchecked Sendable {

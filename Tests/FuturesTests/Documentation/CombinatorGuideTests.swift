@@ -596,6 +596,29 @@ struct CombinatorGuideTests {
         #expect(backup.requests.isEmpty)
     }
 
+    /// Cancelling a source that every operation follows stops them all: the uploads in flight are
+    /// cancelled, and no queued one starts, however the queue's threads interleave (a few rounds).
+    @Test func cancellingEverythingThroughASource() async {
+        for _ in 0..<50 {
+            let backup = PhotoService(held: ["2019", "2020", "2021", "2022"])
+            let transfers = OperationQueue()
+            transfers.maxConcurrentOperationCount = 1
+            let shutdown = CancellationSource()
+            let uploads = ["2019", "2020", "2021", "2022"].map { album in
+                transfers.addFuture { () -> Future<Receipt> in
+                    guard !shutdown.token.isCancelled else { return .cancelled }
+                    return backup.upload(album).cancellable(by: shutdown.token)
+                }
+            }
+            shutdown.cancel()   // the uploads in flight are cancelled, and no other one starts
+            for upload in uploads { #expect(await upload.result.isCancelled) }
+            // Only the first could have started before the shutdown (the others wait for its slot).
+            let requests = backup.requests
+            #expect(requests == [] || requests == ["2019"])
+            #expect(requests.allSatisfy { backup.isCancelled($0) })
+        }
+    }
+
     // MARK: Retry
 
     @Test func retryWithExponentialBackoff() async throws {

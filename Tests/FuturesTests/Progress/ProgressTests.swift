@@ -414,6 +414,65 @@ struct ProgressTests {
         #expect(values == [0.5])
     }
 
+    /// Sequences whose consumer left early, by breaking out of the loop, by its task being
+    /// cancelled, or by never iterating, leave a long-lived future at once: it keeps no listener
+    /// and no callback of theirs, so a progress report reaches only the sequences still iterated.
+    @Test func abandonedProgressUpdatesLeaveTheFutureAtOnce() async {
+        let promise = Promise<Int>()
+        promise.progress = 0.1
+        for _ in 0..<100 {
+            for await _ in promise.future.progressUpdates { break }
+        }
+        #expect(progressListenerCount(promise.future) == 0)
+        #expect(entryCount(promise.future) == 0)
+
+        let tasks = (0..<100).map { _ in
+            Task { for await _ in promise.future.progressUpdates {} }
+        }
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        #expect(progressListenerCount(promise.future) == 0)
+        #expect(entryCount(promise.future) == 0)
+
+        for _ in 0..<100 { _ = promise.future.progressUpdates }
+        #expect(progressListenerCount(promise.future) == 0)
+        #expect(entryCount(promise.future) == 0)
+
+        let kept = promise.future.progressUpdates
+        #expect(progressListenerCount(promise.future) == 1)
+        #expect(entryCount(promise.future) == 1)
+        promise.progress = 0.5
+        #expect(promise.succeed(1))
+        var values: [Double] = []
+        for await value in kept { values.append(value) }
+        #expect(values.last == 1)
+    }
+
+    /// A sequence on a future that another then adopted leaves it when its consumer is done with
+    /// it: its listener and callback go, whatever the adoption did with the future's state.
+    @Test func anAbandonedSequenceOnAnAdoptedFutureLeavesIt() async {
+        let inner = Promise<Int>()
+        inner.progress = 0.1
+        var updates: AsyncStream<Double>? = inner.future.progressUpdates
+        let outer = Promise<Int>()
+        #expect(outer.complete(with: inner.future))
+        let listeners = progressListenerCount(inner.future)
+        let entries = entryCount(inner.future)
+        for await _ in updates! { break }
+        updates = nil  // the sequence leaves once nothing can iterate it any more
+        #expect(progressListenerCount(inner.future) == listeners - 1)
+        #expect(entryCount(inner.future) == entries - 1)
+        #expect(inner.succeed(1))
+        #expect(outer.future.outcome?.value == 1)
+    }
+
+    /// A sequence abandoned on a long-lived future keeps no heap (measured in a process of its own).
+    @Test(arguments: ["progressUpdates-broken-off", "progressUpdates-cancelled", "progressUpdates-dropped"])
+    func anAbandonedProgressSequenceKeepsNothing(scenario: String) throws {
+        guard let kept = try heapKeptPerIteration(scenario) else { return }  // under a sanitizer
+        #expect(kept < 16, "\(scenario) keeps \(kept) B per iteration on a long-lived future")
+    }
+
     @Test func futuresThatNeverUseProgressAllocateNothingForIt() {
         let promise = Promise<Int>()
         let derived = promise.future.map(on: .immediate) { $0 }.flatMap(on: .immediate) { Future(value: $0) }
@@ -435,4 +494,16 @@ struct ProgressTests {
             #expect(seen.all == [0.5, 1])
         }
     }
+}
+
+/// The progress observers on `future` (user handlers, sequences and the listeners of followers).
+private func progressListenerCount<Value>(_ future: Future<Value>) -> Int {
+    let root = future.storage.root()
+    return LockTable.withLock(root) { root.progress?.observers.count ?? 0 }
+}
+
+/// How many callbacks a future's root holds.
+private func entryCount<Value>(_ future: Future<Value>) -> Int {
+    let root = future.storage.root()
+    return LockTable.withLock(root) { root.callbacks.count }
 }
