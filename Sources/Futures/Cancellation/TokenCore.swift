@@ -126,6 +126,7 @@ final class TokenCore: @unchecked Sendable {
     func remove(_ id: Int) {
         let (removed, released): (TokenHandler?, TokenCore?) = LockTable.withLock(self) {
             let removed = handlers.removeValue(forKey: id)
+            shrinkIfSparseLocked()
             var released: TokenCore?
             if handlers.isEmpty { swap(&released, &keepAlive) }
             return (removed, released)
@@ -134,6 +135,20 @@ final class TokenCore: @unchecked Sendable {
         // not a recursion as deep as the nesting.
         DeferredRelease.release { (removed, released) }
     }
+
+    /// Gives back most of the table's room once it is three quarters empty, so that a long-lived
+    /// token keeps nothing of a burst of registrations that came and went (caller holds the lock).
+    /// Halving at a quarter full keeps the copying amortised constant per removal. Every handler
+    /// moves to the new table, so dropping the old one releases no handler.
+    private func shrinkIfSparseLocked() {
+        guard handlers.capacity > 64, handlers.count < handlers.capacity / 4 else { return }
+        var smaller: [Int: TokenHandler] = Dictionary(minimumCapacity: handlers.count * 2)
+        for (id, handler) in handlers { smaller[id] = handler }
+        handlers = smaller
+    }
+
+    /// How many registrations the table has room for (for tests).
+    var handlerCapacity: Int { LockTable.withLock(self) { handlers.capacity } }
 
     /// Cancels: runs the handlers in registration order, on this thread.
     ///

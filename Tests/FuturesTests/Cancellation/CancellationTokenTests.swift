@@ -76,6 +76,18 @@ struct CancellationTokenTests {
         #expect(runs.value == 0)
     }
 
+    /// A long-lived token keeps no room for the registrations that came and went.
+    @Test func aLongLivedTokensTableShrinksAsRegistrationsLeave() {
+        let app = CancellationSource()
+        let promises = (0..<20_000).map { _ in Promise<Int>() }
+        let guarded = promises.map { $0.future.cancellable(by: app.token) }
+        #expect(app.token.core?.handlerCount == 20_000)
+        for promise in promises { promise.succeed(1) }
+        #expect(guarded.allSatisfy { $0.outcome?.value == 1 })
+        #expect(app.token.core?.handlerCount == 0)
+        #expect((app.token.core?.handlerCapacity ?? .max) <= 64)
+    }
+
     @Test func unlessRunsWhenThisTokenCancelsFirstAndLeavesNoGarbageOnTheOther() {
         let main = CancellationSource()
         let other = CancellationSource()
