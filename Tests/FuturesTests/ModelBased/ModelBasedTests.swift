@@ -61,10 +61,30 @@ struct ModelBasedTests {
             }
         }
         for kind in ["map", "flatMap", "recover", "mapOutcome", "observe", "cancellable", "timeout", "join", "deferred",
-                     "promise", "value", "failed"] {
+                     "promise", "value", "failed", "guardedPromise"] {
             #expect(steps.contains(kind), "no \(kind) in 100 programs")
         }
         #expect(outcomes == [".success", ".failure", ".cancelled", "pending"])
+    }
+
+    /// The generator builds structures several levels deep (joins of joins, deferred futures of
+    /// deferred futures, tokens made from tokens) and ends them from either side.
+    @Test func theProgramsNestAndEndFromEitherSide() {
+        var counts: [String: Int] = [:]
+        for seed: UInt64 in 0..<100 {
+            for feature in Program.random(seed: seed &* 0x9E37_79B9 &+ 1).features { counts[feature, default: 0] += 1 }
+        }
+        let joins = JoinKind.allCases.map { "join.\($0)" }
+        let tokens = ["token.linked", "token.either", "token.both", "token.completion", "token chain 2+ levels"]
+        let structures = [
+            "join nested 2+ levels", "join nested 3+ levels", "deferred of deferred", "join of a deferred",
+            "deferred of a join", "Promise(cancelledBy:) a made token", "cancellable by a made token",
+            "promise.cancel()", "structure ended from outside", "structure ended from inside",
+            "structure ended from both sides",
+        ]
+        for feature in joins + tokens + structures {
+            #expect(counts[feature, default: 0] >= 3, "\(feature) in only \(counts[feature, default: 0]) of 100 programs")
+        }
     }
 
     /// The model itself, on a program whose outcomes the rules fix by hand.
