@@ -18,6 +18,8 @@ public enum ModelFailure: Sendable, Equatable {
     case brokenPromise
     case timedOut
     case cancelledMember
+    /// A `JoinError`: the members that failed (their indices) and their failures, in input order.
+    case joined(indices: [Int], failures: [ModelFailure])
     /// An error no rule makes (a failed check's message shows it).
     case unexpected(String)
 }
@@ -37,7 +39,59 @@ public enum Closures {
         case .brokenPromise: 2001
         case .timedOut: 2002
         case .cancelledMember: 2003
+        case .joined(let indices, _): 2100 + indices.count
         case .unexpected: 2999
+        }
+    }
+
+    /// `allSettled`: folds the outcomes, in order, into one number.
+    public static func settled(_ outcomes: [ModelOutcome]) -> Int {
+        outcomes.reduce(0) { folded, outcome in
+            let part: Int
+            switch outcome {
+            case .success(let value): part = value
+            case .failure(.error(let code)): part = -10 - code
+            case .failure: part = -3
+            case .cancelled: part = -2
+            }
+            return (folded &* 31 &+ part) % 1_000_003
+        }
+    }
+
+    /// `allOrNil`: folds the values, in order, into one number.
+    public static func orNil(_ values: [Int?]) -> Int {
+        values.reduce(0) { ($0 &* 31 &+ ($1 ?? -1)) % 1_000_003 }
+    }
+
+    /// What a join that waits for every member makes of their outcomes (in input order).
+    static func settle(_ join: JoinKind, _ outcomes: [ModelOutcome]) -> ModelOutcome {
+        let values = outcomes.compactMap { outcome -> Int? in
+            if case .success(let value) = outcome { return value }
+            return nil
+        }
+        switch join {
+        case .allCollectingErrors:
+            // A member cancelled from outside counts as a failure.
+            let failures = outcomes.enumerated().compactMap { index, outcome -> (Int, ModelFailure)? in
+                switch outcome {
+                case .success: nil
+                case .failure(let failure): (index, failure)
+                case .cancelled: (index, .cancelledMember)
+                }
+            }
+            if failures.isEmpty { return .success(values.reduce(0, +)) }
+            return .failure(.joined(indices: failures.map(\.0), failures: failures.map(\.1)))
+        case .allIgnoringErrors:
+            return .success(values.reduce(0, +))
+        case .allSettled:
+            return .success(settled(outcomes))
+        case .allOrNil:
+            return .success(orNil(outcomes.map { outcome in
+                if case .success(let value) = outcome { return value }
+                return nil
+            }))
+        case .all, .race, .any, .zip:
+            preconditionFailure("\(join) decides before every member completes")
         }
     }
 
@@ -72,6 +126,11 @@ public struct ReferenceModel: Sendable {
         var started = false
         /// How many times its closure ran.
         public internal(set) var closureRuns = 0
+        /// For a join: the outcomes it has heard of, by member (a member may have completed before
+        /// the join heard of it).
+        var heard: [Int: ModelOutcome] = [:]
+        /// The tokens its completion cancels (its completion tokens).
+        var completionTokens: [Int] = []
         /// For a timeout: whether its timer is armed.
         var timerArmed = false
         var deadline = 0
@@ -81,9 +140,24 @@ public struct ReferenceModel: Sendable {
         public internal(set) var adopted = false
     }
 
+    /// A token: a source's, or one made from tokens or from a future's completion.
+    public struct Token: Sendable {
+        /// `nil` for a plain source.
+        var kind: TokenKind?
+        public internal(set) var cancelled = false
+        /// What its cancellation cancels, in registration order.
+        var listeners: [Listener] = []
+    }
+
+    enum Listener: Sendable {
+        /// A token made from this one.
+        case token(Int)
+        /// A future this token cancels (`cancellable(by:)`, `Promise(cancelledBy:)`).
+        case node(Int)
+    }
+
     public private(set) var nodes: [Int: Node] = [:]
-    var cancelledSources: Set<Int> = []
-    var cancellableByToken: [Int: [Int]] = [:]
+    public private(set) var tokens: [Int: Token] = [:]
     var now = 0
     var timersArmed = 0
 
@@ -94,6 +168,13 @@ public struct ReferenceModel: Sendable {
 
     public func outcome(_ id: Int) -> ModelOutcome? { nodes[id]?.outcome }
 
+    /// How often the producer of node `id` hears of its cancellation (`promise.onCancel`): once if
+    /// it is a promise's future and ends cancelled, however that came about.
+    public func cancelHeard(_ id: Int) -> Int {
+        guard let node = nodes[id], node.kind.isPromise, node.outcome == .cancelled else { return 0 }
+        return 1
+    }
+
     // MARK: Steps
 
     /// Applies one step; returns what the step's call returns, if it returns a `Bool`.
@@ -103,7 +184,11 @@ public struct ReferenceModel: Sendable {
         case .make(let id, let kind, _, let observed):
             make(id, kind, observed: observed)
             return nil
-        case .makeSource:
+        case .makeSource(let id):
+            tokens[id] = Token()
+            return nil
+        case .makeToken(let id, let kind):
+            makeToken(id, kind)
             return nil
         case .succeed(let id, let value):
             return resolve(id) { $0.complete(id, .success(value)) }
@@ -130,9 +215,14 @@ public struct ReferenceModel: Sendable {
             guard nodes[id]?.outcome == nil else { return false }
             complete(id, .cancelled)
             return true
+        case .cancelPromise(let id):
+            guard let node = nodes[id], !node.promiseReleased else { return nil }
+            guard node.outcome == nil else { return false }
+            complete(id, .cancelled)
+            return true
         case .cancelSource(let token):
-            guard cancelledSources.insert(token).inserted else { return false }
-            for id in cancellableByToken[token] ?? [] where nodes[id]?.outcome == nil { complete(id, .cancelled) }
+            guard tokens[token]?.cancelled == false else { return false }
+            cancel(token: token)
             return true
         case .advance(let seconds):
             let target = now + seconds
@@ -172,10 +262,55 @@ public struct ReferenceModel: Sendable {
         return true
     }
 
+    private mutating func makeToken(_ id: Int, _ kind: TokenKind) {
+        tokens[id] = Token(kind: kind)
+        switch kind {
+        case .linked(let parent):
+            if tokens[parent]!.cancelled { return cancel(token: id) }
+            tokens[parent]!.listeners.append(.token(id))
+        case .either(let a, let b):
+            if tokens[a]!.cancelled || tokens[b]!.cancelled { return cancel(token: id) }
+            tokens[a]!.listeners.append(.token(id))
+            tokens[b]!.listeners.append(.token(id))
+        case .both(let a, let b):
+            if tokens[a]!.cancelled, tokens[b]!.cancelled { return cancel(token: id) }
+            for input in [a, b] where !tokens[input]!.cancelled { tokens[input]!.listeners.append(.token(id)) }
+        case .completion(let node):
+            // Reading the token registers on the future (an observer, not a consumer), which
+            // starts a deferred one.
+            demand(node)
+            if nodes[node]!.outcome != nil { return cancel(token: id) }
+            nodes[node]!.completionTokens.append(id)
+        }
+    }
+
+    /// Cancels a token, then what it cancels: the tokens made from it, and the futures it guards.
+    private mutating func cancel(token id: Int) {
+        guard !tokens[id]!.cancelled else { return }
+        tokens[id]!.cancelled = true
+        for listener in tokens[id]!.listeners {
+            switch listener {
+            case .token(let child):
+                if case .both(let a, let b) = tokens[child]!.kind, !(tokens[a]!.cancelled && tokens[b]!.cancelled) {
+                    continue
+                }
+                cancel(token: child)
+            case .node(let node):
+                if nodes[node]!.outcome == nil { complete(node, .cancelled) }
+            }
+        }
+    }
+
     private mutating func make(_ id: Int, _ kind: NodeKind, observed: Bool) {
         nodes[id] = Node(kind: kind, observed: observed)
         switch kind {
         case .promise: break
+        case .guardedPromise(let token):
+            if tokens[token]!.cancelled {
+                complete(id, .cancelled)
+            } else {
+                tokens[token]!.listeners.append(.node(id))
+            }
         case .value(let value): nodes[id]!.outcome = .success(value)
         case .failed(let code): nodes[id]!.outcome = .failure(.error(code))
         case .map(let source), .flatMap(let source, _), .recover(let source), .mapOutcome(let source),
@@ -184,7 +319,7 @@ public struct ReferenceModel: Sendable {
         case .observe(let source):
             listen(id, to: source, asConsumer: false)
         case .cancellable(let source, let token):
-            if cancelledSources.contains(token) {
+            if tokens[token]!.cancelled {
                 // An already-cancelled token wins, even over a completed source; over a pending
                 // one, the new future is a consumer that withdraws at once (before a deferred
                 // source it was the only consumer of could start).
@@ -196,8 +331,21 @@ public struct ReferenceModel: Sendable {
                 demand(source)
                 return
             }
-            cancellableByToken[token, default: []].append(id)
             listen(id, to: source, asConsumer: true)
+            tokens[token]!.listeners.append(.node(id))
+        case .join(.zip, let members):
+            // `zip` first maps every member (a consumer each, which starts a deferred one), then
+            // joins the maps in order; once decided, it withdraws from the members still pending.
+            for member in members {
+                demand(member)
+                guard nodes[member]!.outcome == nil else { continue }
+                nodes[member]!.dependents.append(id)
+                nodes[member]!.consumers.append(id)
+                nodes[id]!.consumes.append(member)
+            }
+            for member in members {
+                if let outcome = nodes[member]!.outcome { receive(id, from: member, outcome) }
+            }
         case .join(_, let members):
             // A join registers on its members in order. Once a member decides it, it withdraws
             // from the members before (as its completion does) and counts as a consumer of each
@@ -271,10 +419,11 @@ public struct ReferenceModel: Sendable {
     /// `id` hears that `source` completed with `outcome`.
     private mutating func receive(_ id: Int, from source: Int, _ outcome: ModelOutcome) {
         guard nodes[id]!.outcome == nil else { return }
+        if case .join = nodes[id]!.kind { nodes[id]!.heard[source] = outcome }
         switch nodes[id]!.kind {
         case .value, .failed:
             preconditionFailure("a completed future waits for nothing")
-        case .promise, .deferred, .observe, .cancellable, .timeout:
+        case .promise, .guardedPromise, .deferred, .observe, .cancellable, .timeout:
             complete(id, outcome)
         case .map:
             guard case .success(let value) = outcome else { return complete(id, outcome) }
@@ -293,7 +442,7 @@ public struct ReferenceModel: Sendable {
         case .mapOutcome:
             nodes[id]!.closureRuns += 1
             complete(id, .success(Closures.mapOutcome(outcome)))
-        case .join(.all, let members):
+        case .join(.all, let members), .join(.zip, let members):
             switch outcome {
             case .failure: complete(id, outcome)
             case .cancelled: complete(id, .failure(.cancelledMember))
@@ -304,9 +453,23 @@ public struct ReferenceModel: Sendable {
                 }
                 if values.count == members.count { complete(id, .success(values.reduce(0, +))) }
             }
-        case .join(_, let members):
+        case .join(.race, let members):
             if outcome != .cancelled { return complete(id, outcome) }
             if members.allSatisfy({ nodes[$0]!.outcome == .cancelled }) { complete(id, .cancelled) }
+        case .join(.any, let members):
+            // The first success wins; members cancelled from outside are ignored unless all are.
+            if case .success = outcome { return complete(id, outcome) }
+            let outcomes = members.compactMap { nodes[id]!.heard[$0] }
+            guard outcomes.count == members.count else { return }
+            if outcomes.allSatisfy({ $0 == .cancelled }) { return complete(id, .cancelled) }
+            let failures = outcomes.enumerated().compactMap { index, outcome -> (Int, ModelFailure)? in
+                if case .failure(let failure) = outcome { return (index, failure) }
+                return nil
+            }
+            complete(id, .failure(.joined(indices: failures.map(\.0), failures: failures.map(\.1))))
+        case .join(let join, let members):
+            let outcomes = members.compactMap { nodes[id]!.heard[$0] }
+            if outcomes.count == members.count { complete(id, Closures.settle(join, outcomes)) }
         }
     }
 
@@ -325,5 +488,6 @@ public struct ReferenceModel: Sendable {
             }
         }
         for dependent in nodes[id]!.dependents { receive(dependent, from: id, outcome) }
+        for token in nodes[id]!.completionTokens { cancel(token: token) }
     }
 }

@@ -9,6 +9,8 @@ extension ModelFailure {
         case FutureError.brokenPromise: self = .brokenPromise
         case FutureError.timedOut: self = .timedOut
         case FutureError.cancelledMember: self = .cancelledMember
+        case let error as JoinError:
+            self = .joined(indices: error.failures.map(\.index), failures: error.failures.map { ModelFailure($0.error) })
         default: self = .unexpected(String(describing: error))
         }
     }
@@ -45,6 +47,7 @@ public final class ModelRun: @unchecked Sendable {
     private var futures: [Int: Future<Int>] = [:]
     private var promises: [Int: Promise<Int>] = [:]
     private var sources: [Int: CancellationSource] = [:]
+    private var tokens: [Int: CancellationToken] = [:]
 
     public init(_ program: Program, settleTimeout: TimeInterval = 60) {
         self.program = program
@@ -128,6 +131,15 @@ public final class ModelRun: @unchecked Sendable {
         return returned
     }
 
+    /// Whether the runner registers an `onCancel` handler on node `id`'s promise: on most, so the
+    /// producer's side is checked, and not on every one, since a handler is stored on the future.
+    private static func hearsCancel(_ id: Int) -> Bool { id % 4 != 3 }
+
+    /// How often the model says node `id`'s `onCancel` handler runs.
+    private func expectedCancelHeard(_ id: Int) -> Int {
+        Self.hearsCancel(id) ? model.cancelHeard(id) : 0
+    }
+
     private func probe(_ id: Int) -> Probe {
         Probe(id: id, registry: probes)
     }
@@ -144,7 +156,20 @@ public final class ModelRun: @unchecked Sendable {
             }
             return nil
         case .makeSource(let id):
-            sources[id] = CancellationSource()
+            let source = CancellationSource()
+            sources[id] = source
+            tokens[id] = source.token
+            return nil
+        case .makeToken(let id, let kind):
+            switch kind {
+            case .linked(let parent):
+                let source = CancellationSource(linkedTo: tokens[parent]!)
+                sources[id] = source
+                tokens[id] = source.token
+            case .either(let a, let b): tokens[id] = CancellationToken.either(tokens[a]!, tokens[b]!)
+            case .both(let a, let b): tokens[id] = CancellationToken.both(tokens[a]!, tokens[b]!)
+            case .completion(let node): tokens[id] = futures[node]!.completionToken
+            }
             return nil
         case .succeed(let id, let value): return promises[id]?.succeed(value)
         case .fail(let id, let code): return promises[id]?.fail(ModelError(code))
@@ -158,6 +183,7 @@ public final class ModelRun: @unchecked Sendable {
             promises[id]?.progress = value
             return nil
         case .cancel(let id): return futures[id]!.cancel()
+        case .cancelPromise(let id): return promises[id]?.cancel()
         case .cancelSource(let id): return sources[id]!.cancel()
         case .advance(let seconds):
             clock.advance(by: .seconds(seconds))
@@ -169,9 +195,10 @@ public final class ModelRun: @unchecked Sendable {
         let board = self.board
         let probe = probe(id)
         switch kind {
-        case .promise:
-            let promise = Promise<Int>()
+        case .promise, .guardedPromise:
+            let promise = if case .guardedPromise(let token) = kind { Promise<Int>(cancelledBy: tokens[token]!) } else { Promise<Int>() }
             promises[id] = promise
+            if Self.hearsCancel(id) { promise.onCancel { board.heardCancel(id) } }
             return promise.future
         case .value(let value): return Future(value: value)
         case .failed(let code): return Future(error: ModelError(code))
@@ -203,16 +230,45 @@ public final class ModelRun: @unchecked Sendable {
         case .observe(let source):
             return futures[source]!.observe()
         case .cancellable(let source, let token):
-            return futures[source]!.cancellable(by: sources[token]!.token)
+            return futures[source]!.cancellable(by: tokens[token]!)
         case .timeout(let source, let seconds):
             return futures[source]!.timeout(after: .seconds(seconds), clock: clock)
-        case .join(.all, let members):
-            return Future.all(members.map { futures[$0]! }).map(on: .immediate) { values in
-                probe.touch()
-                return values.reduce(0, +)
+        case .join(let join, let ids):
+            let members = ids.map { futures[$0]! }
+            switch join {
+            case .all, .allCollectingErrors, .allIgnoringErrors:
+                let policy: JoinPolicy = join == .all ? .failFast : join == .allCollectingErrors ? .collectErrors : .ignoreErrors
+                return Future.all(members, policy: policy).map(on: .immediate) { values in
+                    probe.touch()
+                    return values.reduce(0, +)
+                }
+            case .allSettled:
+                return Future.allSettled(members).map(on: .immediate) { outcomes in
+                    probe.touch()
+                    return Closures.settled(outcomes.map(ModelOutcome.init))
+                }
+            case .allOrNil:
+                return Future.allOrNil(members).map(on: .immediate) { values in
+                    probe.touch()
+                    return Closures.orNil(values)
+                }
+            case .race: return Future.race(members)
+            case .any: return Future.any(members)
+            case .zip:
+                switch members.count {
+                case 2:
+                    return Future.zip(members[0], members[1]).map(on: .immediate) { a, b in
+                        probe.touch()
+                        return a + b
+                    }
+                case 3:
+                    return Future.zip(members[0], members[1], members[2]).map(on: .immediate) { a, b, c in
+                        probe.touch()
+                        return a + b + c
+                    }
+                default: preconditionFailure("zip of \(members.count) members")
+                }
             }
-        case .join(.race, let members):
-            return Future.race(members.map { futures[$0]! })
         case .deferred(let inner):
             let next = futures[inner]!
             return Future<Int>.deferred {
@@ -252,11 +308,13 @@ public final class ModelRun: @unchecked Sendable {
     private func settle(after index: Int) -> String? {
         let nodes = model.nodes
         let futures = self.futures
+        let heard = Dictionary(uniqueKeysWithValues: nodes.keys.map { ($0, expectedCancelHeard($0)) })
         let reached = patiently { deadline in board.wait(until: deadline) { seen in
             nodes.allSatisfy { id, node in
                 (node.outcome == nil || futures[id]?.outcome != nil)
                     && (!node.observed || node.outcome == nil || seen.completions[id, default: 0] >= 1)
                     && seen.closureRuns[id, default: 0] >= node.closureRuns
+                    && seen.cancelsHeard[id, default: 0] >= heard[id, default: 0]
             }
         } }
         if let mismatch = compare(after: "step \(index) (\(program.steps[index]))", exact: false) { return mismatch }
@@ -276,6 +334,9 @@ public final class ModelRun: @unchecked Sendable {
             }
             if seen.closureRuns[id, default: 0] < node.closureRuns {
                 return "n\(id)'s closure ran \(seen.closureRuns[id, default: 0]) times; the model says \(node.closureRuns)"
+            }
+            if seen.cancelsHeard[id, default: 0] < expectedCancelHeard(id) {
+                return "n\(id) was cancelled, but its promise's onCancel handler has not run"
             }
         }
         return nil
@@ -300,6 +361,10 @@ public final class ModelRun: @unchecked Sendable {
             if completions > expected || (exact && completions != expected) {
                 return "after \(moment): n\(id)'s observer ran \(completions) times; the model says \(expected)"
             }
+            let heard = seen.cancelsHeard[id, default: 0]
+            if heard > expectedCancelHeard(id) || (exact && heard != expectedCancelHeard(id)) {
+                return "after \(moment): n\(id)'s promise heard of cancellation \(heard) times; the model says \(expectedCancelHeard(id))"
+            }
             if let failure = checkProgress(id, node, seen.progress[id] ?? [], exact: exact) {
                 return "after \(moment): n\(id): \(failure)"
             }
@@ -310,7 +375,7 @@ public final class ModelRun: @unchecked Sendable {
     private func checkProgress(_ id: Int, _ node: ReferenceModel.Node, _ reports: [Double], exact: Bool) -> String? {
         let current = futures[id]!.progress
         if case .success = node.outcome, current != 1 { return "succeeded with progress \(current)" }
-        if node.kind == .promise, node.outcome == nil, !node.promiseResolved, !node.adopted, current != node.progress {
+        if node.kind.isPromise, node.outcome == nil, !node.promiseResolved, !node.adopted, current != node.progress {
             return "progress is \(current); the promise set \(node.progress)"
         }
         if reports.contains(where: { !(0...1).contains($0) }) { return "a progress report out of 0...1: \(reports)" }
@@ -347,6 +412,7 @@ public final class ModelRun: @unchecked Sendable {
         futures = [:]
         promises = [:]
         sources = [:]
+        tokens = [:]
         let ended = patiently { deadline in board.wait(until: deadline) { seen in
             observed.allSatisfy { seen.completions[$0, default: 0] >= 1 }
         } }

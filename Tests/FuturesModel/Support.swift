@@ -142,7 +142,9 @@ final class Board: @unchecked Sendable {
     private var completions: [Int: Int] = [:]
     private var closureRuns: [Int: Int] = [:]
     private var progress: [Int: [Double]] = [:]
+    private var cancelsHeard: [Int: Int] = [:]
 
+    func heardCancel(_ id: Int) { update { $0.cancelsHeard[id, default: 0] += 1 } }
     func completed(_ id: Int) { update { $0.completions[id, default: 0] += 1 } }
     func ran(_ id: Int) { update { $0.closureRuns[id, default: 0] += 1 } }
     func reported(_ id: Int, _ value: Double) { update { $0.progress[id, default: []].append(value) } }
@@ -158,12 +160,13 @@ final class Board: @unchecked Sendable {
         var completions: [Int: Int]
         var closureRuns: [Int: Int]
         var progress: [Int: [Double]]
+        var cancelsHeard: [Int: Int]
     }
 
     var snapshot: Snapshot {
         condition.lock()
         defer { condition.unlock() }
-        return Snapshot(completions: completions, closureRuns: closureRuns, progress: progress)
+        return Snapshot(completions: completions, closureRuns: closureRuns, progress: progress, cancelsHeard: cancelsHeard)
     }
 
     /// Blocks until `done` holds for the snapshot, re-checking at least every few milliseconds (for

@@ -3,6 +3,7 @@
 // 10 s; fails on the first broken rule, or when memory grows past the bound.
 //
 //     futures-soak --seconds 60 [--threads N] [--max-growth-mb 256] [--length 60]
+//     futures-soak --census 1000 [--length 60]    what that many programs build, run nothing
 import Foundation
 import FuturesModel
 
@@ -11,6 +12,7 @@ struct Options {
     var threads = ProcessInfo.processInfo.activeProcessorCount
     var maxGrowthMB = 256.0
     var length = 60
+    var census: Int?
 
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
@@ -25,10 +27,11 @@ struct Options {
             case "--threads": threads = Self.parse(value, as: argument)
             case "--max-growth-mb": maxGrowthMB = Self.parse(value, as: argument)
             case "--length": length = Self.parse(value, as: argument)
+            case "--census": census = Self.parse(value, as: argument)
             default: Self.usage("unknown option \(argument)")
             }
         }
-        guard seconds > 0, threads > 0, maxGrowthMB > 0, length > 0 else { Self.usage("every value must be positive") }
+        guard seconds > 0, threads > 0, maxGrowthMB > 0, length > 0, census.map({ $0 > 0 }) ?? true else { Self.usage("every value must be positive") }
     }
 
     static func parse<Number: LosslessStringConvertible>(_ value: String, as option: String) -> Number {
@@ -36,7 +39,8 @@ struct Options {
         return number
     }
 
-    static let synopsis = "usage: futures-soak [--seconds S] [--threads N] [--max-growth-mb M] [--length STEPS]"
+    static let synopsis =
+        "usage: futures-soak [--seconds S] [--threads N] [--max-growth-mb M] [--length STEPS] [--census PROGRAMS]"
 
     static func usage(_ problem: String) -> Never {
         FileHandle.standardError.write(Data("futures-soak: \(problem)\n\(synopsis)\n".utf8))
@@ -59,6 +63,21 @@ func report(_ line: String) {
 }
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
+
+// How many programs in 1,000 build each feature, from the first seeds the tests use.
+if let count = options.census {
+    var tally: [String: Int] = [:]
+    for seed in 0..<UInt64(count) {
+        for feature in Program.random(seed: seed &* 0x9E37_79B9 &+ 1, length: options.length).features {
+            tally[feature, default: 0] += 1
+        }
+    }
+    report("census of \(count) programs of \(options.length) steps (per 1,000 programs):")
+    for (feature, programs) in tally.sorted(by: { $0.key < $1.key }) {
+        report(String(format: "  %6.1f  ", Double(programs) * 1_000 / Double(count)) + feature)
+    }
+    exit(0)
+}
 let counters = Locked((programs: 0, steps: 0))
 /// The program each worker runs now, named by the number that generated it (to replay a stuck one);
 /// `nil` once the worker has stopped.

@@ -61,10 +61,30 @@ struct ModelBasedTests {
             }
         }
         for kind in ["map", "flatMap", "recover", "mapOutcome", "observe", "cancellable", "timeout", "join", "deferred",
-                     "promise", "value", "failed"] {
+                     "promise", "value", "failed", "guardedPromise"] {
             #expect(steps.contains(kind), "no \(kind) in 100 programs")
         }
         #expect(outcomes == [".success", ".failure", ".cancelled", "pending"])
+    }
+
+    /// The generator builds structures several levels deep (joins of joins, deferred futures of
+    /// deferred futures, tokens made from tokens) and ends them from either side.
+    @Test func theProgramsNestAndEndFromEitherSide() {
+        var counts: [String: Int] = [:]
+        for seed: UInt64 in 0..<100 {
+            for feature in Program.random(seed: seed &* 0x9E37_79B9 &+ 1).features { counts[feature, default: 0] += 1 }
+        }
+        let joins = JoinKind.allCases.map { "join.\($0)" }
+        let tokens = ["token.linked", "token.either", "token.both", "token.completion", "token chain 2+ levels"]
+        let structures = [
+            "join nested 2+ levels", "join nested 3+ levels", "deferred of deferred", "join of a deferred",
+            "deferred of a join", "Promise(cancelledBy:) a made token", "cancellable by a made token",
+            "promise.cancel()", "structure ended from outside", "structure ended from inside",
+            "structure ended from both sides",
+        ]
+        for feature in joins + tokens + structures {
+            #expect(counts[feature, default: 0] >= 3, "\(feature) in only \(counts[feature, default: 0]) of 100 programs")
+        }
     }
 
     /// The model itself, on a program whose outcomes the rules fix by hand.
@@ -85,6 +105,51 @@ struct ModelBasedTests {
         #expect(model.outcome(0) == .cancelled)
         #expect(model.outcome(2) == .cancelled)
         #expect(model.apply(.succeed(0, 1)) == false)
+    }
+
+    /// The model on a structure three levels deep (a race of a join, deferred, then joined again
+    /// with a future a token chain guards), ended from either side.
+    @Test func theModelAppliesTheRulesToNestedStructures() {
+        let structure: [Step] = [
+            .make(id: 0, .promise, place: .immediate, observed: false),
+            .make(id: 1, .promise, place: .immediate, observed: false),
+            .make(id: 2, .join(.all, [0, 1]), place: .immediate, observed: false),
+            .make(id: 3, .promise, place: .immediate, observed: false),
+            .make(id: 4, .join(.race, [2, 3]), place: .immediate, observed: false),
+            .make(id: 5, .deferred(inner: 4), place: .immediate, observed: false),
+            // An observer: it starts the deferred future but never keeps it from being cancelled.
+            .make(id: 6, .observe(5), place: .immediate, observed: true),
+            .makeSource(id: 7),
+            .makeSource(id: 8),
+            .makeToken(id: 9, .linked(7)),
+            .makeToken(id: 10, .either(9, 8)),
+            .make(id: 11, .guardedPromise(token: 10), place: .immediate, observed: false),
+            .make(id: 12, .join(.any, [5, 11]), place: .immediate, observed: true),
+        ]
+
+        // From outside: the token chain cancels the guarded promise (its producer hears of it), which
+        // `any` ignores; cancelling the outermost join then withdraws all the way down.
+        var outside = ReferenceModel()
+        for step in structure { outside.apply(step) }
+        #expect(outside.apply(.cancelSource(7)) == true)
+        #expect(outside.apply(.cancelSource(9)) == false)
+        #expect(outside.outcome(11) == .cancelled && outside.cancelHeard(11) == 1)
+        #expect(outside.outcome(12) == nil)
+        #expect(outside.apply(.cancel(12)) == true)
+        for id in [0, 1, 2, 3, 4, 5, 6] { #expect(outside.outcome(id) == .cancelled, "n\(id)") }
+        #expect(outside.cancelHeard(0) == 1 && outside.cancelHeard(3) == 1)
+
+        // From inside: a member of the inner join cancelled from outside fails it with
+        // `cancelledMember`, which wins the race; the race withdraws from its loser (cancelled, as
+        // nothing else consumes it), and `any`, with no success, fails with both failures.
+        var inside = ReferenceModel()
+        for step in structure { inside.apply(step) }
+        #expect(inside.apply(.cancelPromise(1)) == true)
+        #expect(inside.outcome(2) == .failure(.cancelledMember))
+        #expect(inside.outcome(0) == .cancelled && inside.outcome(3) == .cancelled)
+        #expect(inside.outcome(5) == .failure(.cancelledMember) && inside.outcome(12) == nil)
+        #expect(inside.apply(.fail(11, 4)) == true)
+        #expect(inside.outcome(12) == .failure(.joined(indices: [0, 1], failures: [.cancelledMember, .error(4)])))
     }
 
     /// Deleting a step deletes what depends on what it made, so every smaller program is valid.
