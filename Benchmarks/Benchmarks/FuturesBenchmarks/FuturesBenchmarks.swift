@@ -159,6 +159,7 @@ let benchmarks: @Sendable () -> Void = {
     scenarioG()
     scenarioH()
     scenarioI()
+    scenarioJ()
 }
 
 // MARK: (a) a pending future, one callback on a serial queue, completed from another queue
@@ -776,5 +777,33 @@ func scenarioH() {
             for _ in benchmark.scaledIterations { progressChain(reports: true, observe: true, seen: seen) }
         }
         precondition(seen.value > 0)
+    }
+}
+
+// MARK: (j) retrying an operation that fails at once, without a backoff
+
+func scenarioJ() {
+    // One operation is one attempt: `retry` of 1,000 attempts, every one failing at once.
+    Benchmark("j.retry, every attempt fails at once [attempt] futures", configuration: perThousand) { benchmark in
+        let attempts = benchmark.scaledIterations.count
+        var last: Future<Int>?
+        measure(benchmark) {
+            last = Future<Int>.retry(attempts: attempts) { Future(error: BenchmarkFailure()) }
+        }
+        precondition(last?.outcome?.isFailure == true)
+    }
+
+    // The same calls by hand: make each attempt's failed future and look at its outcome, in a loop.
+    Benchmark("j.retry, every attempt fails at once [attempt] plain loop", configuration: perThousand) { benchmark in
+        let attempts = benchmark.scaledIterations.count
+        var last: Future<Int>?
+        measure(benchmark) {
+            for _ in 0..<attempts {
+                let attempt = Future<Int>(error: BenchmarkFailure())
+                if attempt.outcome?.isFailure == true { last = attempt; continue }
+                break
+            }
+        }
+        precondition(last?.outcome?.isFailure == true)
     }
 }
