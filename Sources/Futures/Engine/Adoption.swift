@@ -70,6 +70,10 @@ extension FutureStorage {
     /// - Returns: `true` if this call was allowed to complete the future.
     @usableFromInline @discardableResult
     final func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
+        // A completed future (the usual case: `Future(value:)` returned from a `flatMap`) closes no
+        // cycle and merges nothing: this future completes with its outcome, as the plan below would
+        // decide, without the adoption lock that every other adoption on every thread takes.
+        if let outcome = inner.outcome { return finish(outcome, origin: origin) }
         var root = self
         var target = inner  // the future holding `inner`'s state, once found
         var released: AnyObject? = nil  // the target's extras, after a merge

@@ -7,12 +7,12 @@ protocol CycleNode: AnyObject {
     func cycleRoot(collecting garbage: inout [AnyObject]) -> any CycleNode
     /// `nil` unless this future is pending; else what it waits for: `upstream`, its source (a
     /// derived future) or the future it adopted; `jump`, a compressed pointer further along the
-    /// same path; and whether a path through it may be compressed: it has room for a jump (an
-    /// adopter, or the root of a merge set), and its wait changes only in a split, to the new
-    /// future that took over what it waited on, so that the old pointer still lies on the path.
-    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?, compressible: Bool)?
-    /// Points this pending future's compressed pointer at `ancestor`, if it is compressible (does
-    /// nothing to others).
+    /// same path; and whether a path through it may be compressed (`stable`): its wait changes only
+    /// in a split, to the new future that took over what it waited on, so that the old pointer
+    /// still lies on the path, and it can never adopt (so no later cycle check starts from it).
+    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?, stable: Bool)?
+    /// Points this pending future's compressed pointer at `ancestor`, if it is stable and has room
+    /// for one (an adopter, or the root of a merge set); does nothing to others.
     func compressWait(to ancestor: any CycleNode)
     /// Fails this future with ``FutureError/cycle`` if it is still pending, whoever may complete it.
     func failAsCycle()
@@ -23,19 +23,18 @@ protocol CycleNode: AnyObject {
 /// A future waits on exactly one other: a derived future on its source, an adopter on the future it
 /// adopted. Adopting `target` closes a cycle when following those waits from `target` reaches the
 /// adopter. The walk jumps along compressed pointers kept by adopters and merge-set roots (union-find
-/// with path compression), so long chains of adoptions stay cheap; it follows a wait one step at a
-/// time where it may still change (a `flatMap` that has not yet adopted, or a set root that took
-/// over such a future's source), because a pointer that jumped past it could miss the cycle it
-/// closes later, and through a plain derived future, which has no room for a pointer. A hit is
-/// confirmed along the real waits, since a jump can skip a future that completed meanwhile (the
-/// path is then broken, and there is no cycle).
+/// with path compression), so long chains stay cheap. A run of stable futures (whose waits change
+/// only by ending, or in a split that keeps the old pointer on the path, and which can never adopt)
+/// is compressed: each of them with room for a pointer points at where the run ended, skipping plain
+/// derived futures too. A future whose wait may still change (a `flatMap` that has not yet adopted,
+/// or a set root that took over such a future's source) ends a run and is never jumped over, because
+/// a pointer past it could miss the cycle its adoption closes later; nor is a future that may still
+/// adopt, since a later check starts from it. A hit is confirmed along the real waits, since a jump
+/// can skip a future that completed meanwhile (the path is then broken, and there is no cycle).
 ///
 /// Joins wait on several futures and record none of them: a cycle through a join is not found.
 @usableFromInline
 enum CycleDetection {
-    /// How many waits the walks have followed, for tests of the walk's cost (guarded by the
-    /// adoption lock, under which every walk runs).
-    nonisolated(unsafe) static var stepsWalked = 0
 
     /// The futures of the cycle that `adopter` adopting `target` would close, from `target` to the
     /// one the adopter waits for, or `nil` if it closes none. Called under the adoption lock with
@@ -46,7 +45,7 @@ enum CycleDetection {
         keepAlive: inout [AnyObject]
     ) -> [any CycleNode]? {
         var node = target
-        var adopters: [any CycleNode] = []  // consecutive compressible futures just walked: compressed together
+        var adopters: [any CycleNode] = []  // consecutive stable futures just walked: compressed together
         var hit = false
         var steps = 0
         var seen: Set<ObjectIdentifier> = []  // past a few steps: a stale jump could loop
@@ -54,7 +53,6 @@ enum CycleDetection {
             if let jump = edges.jump { keepAlive.append(jump) }
             if let upstream = edges.upstream { keepAlive.append(upstream) }
             steps += 1
-            stepsWalked &+= 1
             if steps > 16, !seen.insert(ObjectIdentifier(node)).inserted {
                 hit = true  // let the walk along real waits decide
                 break
@@ -65,7 +63,7 @@ enum CycleDetection {
                 hit = true
                 break
             }
-            if edges.compressible {
+            if edges.stable {
                 adopters.append(node)
             } else {
                 compress(adopters, to: node, keepAlive: &keepAlive)
@@ -73,12 +71,14 @@ enum CycleDetection {
             }
             node = next
         }
+        ThreadContext.current.takeUnretainedValue().cycleStepsWalked &+= steps
         if !hit { compress(adopters, to: node, keepAlive: &keepAlive) }
         guard hit else { return nil }
         return confirm(adopting: target, into: adopter, keepAlive: &keepAlive)
     }
 
-    /// Points each of a run of compressible futures at the future the run leads to.
+    /// Points each of a run of stable futures that has room for a pointer at the future the run
+    /// leads to.
     private static func compress(_ adopters: [any CycleNode], to end: any CycleNode, keepAlive: inout [AnyObject]) {
         guard adopters.count > 1 else { return }
         for adopter in adopters { adopter.compressWait(to: end) }
@@ -116,26 +116,20 @@ extension FutureStorage: CycleNode {
     }
 
     @usableFromInline
-    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?, compressible: Bool)? {
+    func cycleEdges() -> (jump: (any CycleNode)?, upstream: (any CycleNode)?, stable: Bool)? {
         LockTable.withLock(self) {
             guard phase == .pending else { return nil }
             // A cast, not a protocol refinement: a `ConsumerSource` that also had to be a
             // `CycleNode` would cost every derived future a witness-table lookup.
-            return (extras?.waitingOn, upstream?.resolved as? any CycleNode, isCompressibleLocked)
+            return (extras?.waitingOn, upstream?.resolved as? any CycleNode, !flag(StorageFlags.waitMayChange))
         }
-    }
-
-    /// Whether a path through this pending future may be compressed (see ``CycleNode/cycleEdges()``;
-    /// caller holds the lock).
-    final var isCompressibleLocked: Bool {
-        extras != nil && !flag(StorageFlags.waitMayChange)
     }
 
     @usableFromInline
     func compressWait(to ancestor: any CycleNode) {
         // Reading a weak reference makes a strong one: the old pointer is released after the lock.
         let old = LockTable.withLock(self) { () -> (any CycleNode)? in
-            guard phase == .pending, isCompressibleLocked, let extras else { return nil }
+            guard phase == .pending, !flag(StorageFlags.waitMayChange), let extras else { return nil }
             let old = extras.waitingOn
             extras.waitingOn = ancestor
             return old

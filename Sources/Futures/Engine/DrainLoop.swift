@@ -101,17 +101,21 @@ extension ThreadContext {
     }
 
     /// Runs the queued entries, and those they queue, in FIFO order; then ends the loop.
+    ///
+    /// Each entry is moved out of the queue before it runs, so the queue never holds the last
+    /// reference to anything: compacting or dropping it frees only its buffer, never a future whose
+    /// release could run code that queues an entry while the queue is being changed.
     private func runQueued() {
         while drainHead < drainQueue.count {
             let next: DrainEntry
             if drainHead == drainQueue.count - 1 {
                 // The last entry waiting (in a chain, the only one): pop it in O(1) and drop the
-                // consumed entries before it.
-                next = drainQueue.removeLast()
+                // (empty) consumed slots before it.
+                next = drainQueue.removeLast()!
                 if drainHead > 0 { drainQueue.removeAll(keepingCapacity: true) }
                 drainHead = 0
             } else {
-                next = drainQueue[drainHead]
+                next = drainQueue[drainHead].take()!
                 drainHead += 1
                 if drainHead >= 4096, drainHead * 2 >= drainQueue.count {
                     drainQueue.removeFirst(drainHead)

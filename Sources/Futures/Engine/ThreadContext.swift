@@ -32,19 +32,24 @@ final class ThreadContext {
 
     /// True while a drain loop runs on this thread; nested completions queue up instead of recursing.
     @exclusivity(unchecked) var isDraining = false
-    @exclusivity(unchecked) var drainQueue: [DrainEntry] = []
+    /// Entries waiting for the drain loop; a slot is emptied as its entry is taken.
+    @exclusivity(unchecked) var drainQueue: [DrainEntry?] = []
     @exclusivity(unchecked) var drainHead = 0
 
     /// True while a deferred-release loop runs on this thread; nested deinits queue instead of recursing.
     @exclusivity(unchecked) var isReleasing = false
     @exclusivity(unchecked) var releaseQueue: [Any] = []
 
-    /// True while a withdrawal loop runs on this thread (see ``Cancellation/withdraw(from:_:key:)``);
-    /// withdrawals that the futures it cancels start in turn (a join leaving its members, for
-    /// instance) queue here instead of recursing.
-    @exclusivity(unchecked) var isWithdrawing = false
-    @exclusivity(unchecked) var withdrawals: [UpstreamLink] = []
+    /// How many withdrawal loops are running on this thread, one inside another (see
+    /// ``Cancellation/withdraw(from:_:key:)``); past a few, withdrawals that the futures they cancel
+    /// start in turn (a join leaving its members, for instance) queue in `withdrawals` instead of
+    /// recursing, and the outermost loop takes them. A slot is emptied as its withdrawal is taken.
+    @exclusivity(unchecked) var withdrawalNesting = 0
+    @exclusivity(unchecked) var withdrawals: [UpstreamLink?] = []
     @exclusivity(unchecked) var withdrawalHead = 0
+
+    /// How many waits the cycle checks made on this thread have followed (for tests of their cost).
+    @exclusivity(unchecked) var cycleStepsWalked = 0
 
     /// True while cancellation-token handlers run on this thread; handlers of tokens they cancel (or
     /// make immortal) in turn queue up instead of recursing.

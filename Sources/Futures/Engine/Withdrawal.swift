@@ -95,33 +95,43 @@ enum Cancellation {
     /// cancels from its own upstream, in a loop.
     ///
     /// A cancelled future's producer handlers run inside that loop, and some withdraw in turn (a
-    /// join leaving its members, a race its losers): each level of nested joins would add frames.
-    /// So on a thread where a withdrawal loop already runs, the withdrawal is queued, and the
-    /// outermost loop takes it after the step that queued it returns; every withdrawal a call starts
-    /// is done before that call returns, unless a loop further up the stack will do it.
+    /// join leaving its members, a race its losers), each in a loop of its own, one level deeper:
+    /// nested joins would add frames at every level. A few levels run inline, as they always have
+    /// (the withdrawal is done when the call returns); past ``inlineNesting`` loops on this thread,
+    /// a withdrawal is queued, and the outermost loop takes it once the step that queued it
+    /// returns, before that outermost call returns.
     @usableFromInline
     static func withdraw(from source: any ConsumerSource, _ withdrawal: Withdrawal = .counted, key: RegistrationKey?) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
-        if context.isWithdrawing {
+        if context.withdrawalNesting >= inlineNesting {
             context.withdrawals.append(UpstreamLink(source: source, withdrawal: withdrawal, key: key))
             return
         }
-        context.isWithdrawing = true
+        context.withdrawalNesting += 1
         var next = source.withdraw(withdrawal, key: key)
         while true {
             while let link = next {
                 next = link.source.withdraw(link.withdrawal, key: link.key)
             }
-            // Queued by the steps above, in the order they were queued.
-            guard context.withdrawalHead < context.withdrawals.count else { break }
-            let queued = context.withdrawals[context.withdrawalHead]
+            // Only the outermost loop takes queued withdrawals, in the order they were queued, each
+            // moved out of the queue first: the queue never holds the last reference to a future, so
+            // emptying it below frees only its buffer (freeing a future may run code that queues).
+            guard context.withdrawalNesting == 1, context.withdrawalHead < context.withdrawals.count else { break }
+            let queued = context.withdrawals[context.withdrawalHead].take()!
             context.withdrawalHead += 1
             next = queued.source.withdraw(queued.withdrawal, key: queued.key)
         }
-        context.withdrawals.removeAll(keepingCapacity: context.withdrawals.capacity <= 1024)
-        context.withdrawalHead = 0
-        context.isWithdrawing = false
+        if context.withdrawalNesting == 1, !context.withdrawals.isEmpty {
+            context.withdrawals.removeAll(keepingCapacity: context.withdrawals.capacity <= 1024)
+            context.withdrawalHead = 0
+        }
+        context.withdrawalNesting -= 1
     }
+
+    /// How many withdrawal loops may run one inside another on a thread before further withdrawals
+    /// queue: enough that ordinary code (a handler that cancels a future and looks at its source)
+    /// sees its withdrawal done, few enough to bound the stack a deep nest of joins takes.
+    static let inlineNesting = 8
 
     /// Withdraws along `link`, and on up.
     @inlinable

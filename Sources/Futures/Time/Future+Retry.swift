@@ -59,6 +59,10 @@ public struct Backoff<Duration: DurationProtocol & Sendable>: Sendable {
     }
 }
 
+/// How many attempts without a backoff a retry starts one after another, in the same call, before
+/// one hop to a global queue.
+let inlineAttempts = 256
+
 extension Future {
     /// Runs `operation` until it succeeds, at most `attempts` times, waiting `backoff` between
     /// attempts; when attempts run out (or `while` says not to retry an error) it fails with the
@@ -98,8 +102,10 @@ extension Future {
                 if stopped.withLock({ $0 }) { return .cancelled }
                 let delay = backoff.delay(number)
                 // No wait: the next attempt starts here, with no timer (this runs in a callback,
-                // so an attempt that fails at once queues behind it rather than recursing).
-                if delay <= .zero { return attempt(number + 1) }
+                // so an attempt that fails at once queues behind it rather than recursing). Every
+                // so often it starts after a hop instead, so that attempts failing at once neither
+                // keep `retry` from returning nor hold the calling thread for ever.
+                if delay <= .zero, number % inlineAttempts != 0 { return attempt(number + 1) }
                 return Future<Void>.after(delay, value: (), clock: clock)
                     .flatMap(on: .immediate) { stopped.withLock { $0 } ? .cancelled : attempt(number + 1) }
             }

@@ -224,6 +224,60 @@ struct CancellationTests {
             #expect(handlers.value == 1)
         }
     }
+
+    /// A producer handler that cancels a consumer sees the consumer's source cancelled when
+    /// `cancel()` returns, as it would outside any cancellation: withdrawals nest inline, a few
+    /// levels deep.
+    @Test func aWithdrawalInsideACancellationHandlerIsDoneWhenItReturns() {
+        let outer = Promise<Int>()
+        let consumer = outer.future.map(on: .immediate) { $0 }
+        let source = Promise<Int>()
+        let derived = source.future.map(on: .immediate) { $0 }
+        let seen = Locked<Bool?>(nil)
+        outer.onCancel {
+            derived.cancel()
+            seen.withLock { $0 = source.isCancelled }
+        }
+        #expect(consumer.cancel())
+        #expect(seen.withLock { $0 } == true)
+    }
+
+    /// Deep in a nest of joins, withdrawals queue behind the outermost loop; the futures they hold
+    /// are freed inside that loop, so code their release runs (here, a deinit that cancels another
+    /// future) withdraws like any other, and nothing is left queued.
+    @Test func whatAQueuedWithdrawalHeldIsFreedInsideTheLoop() {
+        final class Canary: Sendable {
+            let victim: Future<Int>
+            init(_ victim: Future<Int>) { self.victim = victim }
+            deinit { victim.cancel() }
+        }
+        var others: [Promise<Int>] = []
+        func nestOfJoins(on future: Future<Int>) -> Future<Int> {
+            var nest = future
+            for _ in 0..<40 {
+                let other = Promise<Int>()
+                others.append(other)
+                nest = Future.all([nest, other.future]).map(on: .immediate) { $0[0] + $0[1] }
+            }
+            return nest
+        }
+        // The canary's future is a nest of its own, so its cancellation queues withdrawals too.
+        let victimSource = Promise<Int>()
+        let root = Promise<Int>()
+        var nest: Future<Int>
+        do {
+            let canary = Canary(nestOfJoins(on: victimSource.future))
+            nest = root.future.map(on: .immediate) { value in withExtendedLifetime(canary) { value } }
+        }
+        nest = nestOfJoins(on: nest)
+        #expect(nest.cancel())
+        #expect(root.isCancelled)
+        #expect(others.allSatisfy { $0.isCancelled })
+        #expect(victimSource.isCancelled, "the canary's future was freed and cancelled its source")
+        let context = ThreadContext.current.takeUnretainedValue()
+        #expect(context.withdrawalNesting == 0)
+        #expect(context.withdrawals.isEmpty)
+    }
 }
 
 /// A mutable reference for tests that need a closure to see a value assigned after it was made.

@@ -68,6 +68,13 @@ func onSmallStackOffThePool(_ body: @escaping () -> Void) async {
     }
 }
 
+/// Runs `body` like `onSmallStackOffThePool(_:)` and returns what it returned.
+func onSmallStackOffThePoolReturning<Result: Sendable>(_ body: @escaping () -> Result) async -> Result {
+    let result = Locked<Result?>(nil)
+    await onSmallStackOffThePool { result.withLock { $0 = body() } }
+    return result.withLock { $0 }!
+}
+
 /// Starts a detached thread with a 512 KiB stack that runs `body`.
 private func startSmallStackThread(_ body: @escaping () -> Void) {
     var attributes = pthread_attr_t()

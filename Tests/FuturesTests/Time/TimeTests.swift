@@ -1,4 +1,9 @@
 import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import FuturesTestSupport
 @testable import Futures
 
@@ -125,17 +130,33 @@ struct TimeTests {
         #expect(attempts.value == 3)
     }
 
-    /// Without a backoff, an attempt that fails at once is retried at once, in the same call: no
-    /// timer, no hop (a million attempts run on a small stack).
-    @Test func retryWithoutBackoffRetriesAtOnceWithoutATimer() async {
-        await onSmallStackOffThePool {
-            let attempts = Counter()
-            let future = Future<Int>.retry(attempts: 100_000) {
-                Future(error: TestError(code: attempts.increment()))
+    /// Without a backoff, an attempt that fails at once is retried at once, in the same call, with
+    /// no timer and no hop, up to a batch of attempts; then one hop, so that `retry` returns and the
+    /// caller can cancel it. Thousands of attempts run on a small stack.
+    @Test func retryWithoutBackoffRetriesAtOnceInBatches() async throws {
+        let attempts = Counter()
+        let inCall = Counter()  // attempts made on the calling thread, which runs no queue's jobs
+        let future = await onSmallStackOffThePoolReturning {
+            let caller = pthread_self()
+            return Future<Int>.retry(attempts: 100_000) {
+                if pthread_equal(pthread_self(), caller) != 0 { inCall.increment() }
+                return Future(error: TestError(code: attempts.increment()))
             }
-            #expect((future.outcome?.error as? TestError)?.code == 100_000)
-            #expect(attempts.value == 100_000)
         }
+        let error = await future.result.error as? TestError
+        #expect(inCall.value == inlineAttempts, "the first batch ran in the call, and no more")
+        #expect(error?.code == 100_000)
+        #expect(attempts.value == 100_000)
+    }
+
+    @Test func aRetryWithoutBackoffCanBeCancelledBetweenBatches() async {
+        let attempts = Counter()
+        let future = Future<Int>.retry(attempts: 1_000_000) { Future(error: TestError(code: attempts.increment())) }
+        #expect(future.cancel())
+        let made = attempts.value
+        #expect(made < 1_000_000)
+        #expect(await future.result.isCancelled)
+        #expect(attempts.value <= made + inlineAttempts, "at most the batch in flight finishes")
     }
 
     @Test func retryAsksWhetherToRetry() async {
