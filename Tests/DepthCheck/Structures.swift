@@ -141,6 +141,14 @@ func passThrough(_ ending: Ending) -> (outer: Kind, rootCancelled: Bool?) {
 
 func sum(_ values: [Int]) -> Int { values.reduce(0, &+) }
 
+/// The expectations of a join that waits for every member and succeeds whatever they end in.
+func settlesEveryMember(_ ending: Ending) -> (outer: Kind, rootCancelled: Bool?) {
+    switch ending {
+    case .failRoot, .failAll, .cancelInner: (.success, ending == .cancelInner)
+    default: passThrough(ending)
+    }
+}
+
 
 /// Every structure the matrix checks.
 func makeStructures() -> [Structure] { [
@@ -283,28 +291,13 @@ func makeStructures() -> [Structure] { [
               }),
     Structure(name: "all-ignoreErrors", kind: "join", endings: allEndings,
               build: nest { a, b in Future.all([a, b], policy: .ignoreErrors).map(on: .immediate, sum) },
-              expect: { ending in
-                  switch ending {
-                  case .failRoot, .failAll, .cancelInner: (.success, ending == .cancelInner)
-                  default: passThrough(ending)
-                  }
-              }),
+              expect: settlesEveryMember),
     Structure(name: "allSettled", kind: "join", endings: allEndings,
               build: nest { a, b in Future.allSettled([a, b]).map(on: .immediate) { $0.count } },
-              expect: { ending in
-                  switch ending {
-                  case .failRoot, .failAll, .cancelInner: (.success, ending == .cancelInner)
-                  default: passThrough(ending)
-                  }
-              }),
+              expect: settlesEveryMember),
     Structure(name: "allOrNil", kind: "join", endings: allEndings,
               build: nest { a, b in Future.allOrNil([a, b]).map(on: .immediate) { $0.count } },
-              expect: { ending in
-                  switch ending {
-                  case .failRoot, .failAll, .cancelInner: (.success, ending == .cancelInner)
-                  default: passThrough(ending)
-                  }
-              }),
+              expect: settlesEveryMember),
     Structure(name: "zip", kind: "join", endings: allEndings,
               build: nest { a, b in Future.zip(a, b).map(on: .immediate) { $0 &+ $1 } },
               expect: { ending in

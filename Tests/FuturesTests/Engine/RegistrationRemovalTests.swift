@@ -385,15 +385,3 @@ private func consumerCount<Value>(_ future: Future<Value>) -> Int32 {
     let root = future.storage.root()
     return LockTable.withLock(root) { root.consumers }
 }
-
-/// How many callbacks a future's root holds.
-/// The progress observers on `future` (user handlers and the listeners of followers).
-private func progressListenerCount<Value>(_ future: Future<Value>) -> Int {
-    let root = future.storage.root()
-    return LockTable.withLock(root) { root.progress?.observers.count ?? 0 }
-}
-
-private func entryCount<Value>(_ future: Future<Value>) -> Int {
-    let root = future.storage.root()
-    return LockTable.withLock(root) { root.callbacks.count }
-}

@@ -496,14 +496,3 @@ struct ProgressTests {
     }
 }
 
-/// The progress observers on `future` (user handlers, sequences and the listeners of followers).
-private func progressListenerCount<Value>(_ future: Future<Value>) -> Int {
-    let root = future.storage.root()
-    return LockTable.withLock(root) { root.progress?.observers.count ?? 0 }
-}
-
-/// How many callbacks a future's root holds.
-private func entryCount<Value>(_ future: Future<Value>) -> Int {
-    let root = future.storage.root()
-    return LockTable.withLock(root) { root.callbacks.count }
-}

@@ -166,3 +166,15 @@ var builtProductsDirectory: URL {
     #endif
     return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 }
+
+/// The progress observers on `future` (user handlers, sequences and the listeners of followers).
+func progressListenerCount<Value>(_ future: Future<Value>) -> Int {
+    let root = future.storage.root()
+    return LockTable.withLock(root) { root.progress?.observers.count ?? 0 }
+}
+
+/// How many callbacks a future's root holds.
+func entryCount<Value>(_ future: Future<Value>) -> Int {
+    let root = future.storage.root()
+    return LockTable.withLock(root) { root.callbacks.count }
+}
