@@ -1,0 +1,78 @@
+import Testing
+
+@testable import futures_demo
+
+/// The progress bar's text at every terminal width from 60 to 200 columns: it fits, and every
+/// field it shows is whole.
+@Suite struct ProgressBarTests {
+    static let states: [ProgressSnapshot] = [
+        // Just started: nothing read, no rate, no time left.
+        ProgressSnapshot(bytes: 0, totalBytes: 43_000_000_000, files: 0, totalFiles: 8, seconds: 0),
+        // The README's example.
+        ProgressSnapshot(bytes: 1_200_000_000, totalBytes: 43_000_000_000, files: 7, totalFiles: 8, seconds: 1.83),
+        // Wide numbers everywhere.
+        ProgressSnapshot(bytes: 987_654_321_000, totalBytes: 999_999_999_999_999, files: 1_234_567, totalFiles: 9_876_543, seconds: 3.5),
+        // Empty files only: the fraction comes from the files.
+        ProgressSnapshot(bytes: 0, totalBytes: 0, files: 3, totalFiles: 9, seconds: 1),
+        // Done.
+        ProgressSnapshot(bytes: 3_400_000_000, totalBytes: 3_400_000_000, files: 40, totalFiles: 40, seconds: 9.7),
+    ]
+
+    /// The fields the bar may show for `state`, whole.
+    static func fields(_ state: ProgressSnapshot) -> Set<String> {
+        let rate = state.seconds > 0 ? Double(state.bytes) / state.seconds : 0
+        var fields: Set<String> = [
+            "\(Display.byteCount(state.bytes)) of \(Display.byteCount(state.totalBytes))",
+            "\(state.files)/\(state.totalFiles) files",
+            "\(Display.byteCount(Int64(rate)))/s",
+        ]
+        if rate > 0, state.bytes < state.totalBytes {
+            let left = Int((Double(state.totalBytes - state.bytes) / rate).rounded(.up))
+            fields.insert("\(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60) left")
+        }
+        return fields
+    }
+
+    @Test(arguments: 60...200)
+    func fitsTheWidthAndCutsNoField(columns: Int) {
+        for state in Self.states {
+            let text = Display.bar(state, columns: columns)
+            #expect(text.count <= columns - 1, "\(columns): \(text)")
+            // `[###...]`, the percentage right-aligned in 4 characters, then whole fields, two
+            // spaces apart.
+            guard let close = text.firstIndex(of: "]") else {
+                Issue.record("\(columns): no bar in \(text)")
+                continue
+            }
+            let bar = text[...close]
+            #expect(bar.hasPrefix("[") && (12...32).contains(bar.count), "\(columns): \(text)")
+            #expect(bar.dropFirst().dropLast().allSatisfy { $0 == "#" || $0 == "." }, "\(columns): \(text)")
+            let afterBar = text[text.index(after: close)...]
+            let percent = afterBar.prefix(5)
+            #expect(percent.hasPrefix(" ") && percent.hasSuffix("%"), "\(columns): \(text)")
+            #expect(Int(percent.dropLast().trimmingPrefix(while: { $0 == " " })) != nil, "\(columns): \(text)")
+            let rest = afterBar.dropFirst(5)
+            #expect(rest.isEmpty || rest.hasPrefix("  "), "\(columns): \(text)")
+            for field in rest.components(separatedBy: "  ").dropFirst() {
+                #expect(Self.fields(state).contains(field), "\(columns): '\(field)' in \(text)")
+            }
+        }
+    }
+
+    @Test func showsEveryFieldAt80ColumnsAndTheTimeLeftAt60() {
+        let state = Self.states[1]
+        let wide = Display.bar(state, columns: 80)
+        for field in Self.fields(state) { #expect(wide.contains(field), "\(field) in \(wide)") }
+        #expect(Display.bar(state, columns: 60).hasSuffix(" left"))
+        #expect(Display.bar(state, columns: 60).count <= 59)
+    }
+
+    @Test func byteCountsUseTenthsOfTheLargestUnit() {
+        #expect(Display.byteCount(0) == "0 B")
+        #expect(Display.byteCount(999) == "999 B")
+        #expect(Display.byteCount(1000) == "1.0 KB")
+        #expect(Display.byteCount(999_949) == "999.9 KB")
+        #expect(Display.byteCount(999_950) == "1.0 MB")
+        #expect(Display.byteCount(43_000_000_000) == "43.0 GB")
+    }
+}
