@@ -53,9 +53,28 @@ import Testing
             #expect(Int(percent.dropLast().trimmingPrefix(while: { $0 == " " })) != nil, "\(columns): \(text)")
             let rest = afterBar.dropFirst(5)
             #expect(rest.isEmpty || rest.hasPrefix("  "), "\(columns): \(text)")
-            for field in rest.components(separatedBy: "  ").dropFirst() {
-                #expect(Self.fields(state).contains(field), "\(columns): '\(field)' in \(text)")
+            // Fields are padded on the left to their widest, so that they keep their places.
+            let shown = rest.components(separatedBy: "  ").map { $0.trimmingPrefix(while: { $0 == " " }) }.filter { !$0.isEmpty }
+            for field in shown {
+                #expect(Self.fields(state).contains(String(field)), "\(columns): '\(field)' in \(text)")
             }
+        }
+    }
+
+    /// As the numbers change, the bar keeps its width and the same fields are shown, from the
+    /// first frame (no rate yet) to the last (nothing left).
+    @Test func keepsItsShapeFromOneFrameToTheNext() {
+        let frames = (0...200).map { step in
+            ProgressSnapshot(bytes: Int64(step) * 97_000_007, totalBytes: 19_400_001_400, files: step / 10, totalFiles: 20, seconds: Double(step + 1) / 10)
+        }
+        for columns in [60, 80, 120] {
+            let texts = frames.map { Display.bar($0, columns: columns) }
+            let barWidths = Set(texts.map { $0.firstIndex(of: "]")!.utf16Offset(in: $0) })
+            #expect(barWidths.count == 1, "\(columns): \(barWidths)")
+            // Every field is padded to its widest (the time left is blank while not known), so
+            // the line keeps its length: no field comes and goes.
+            let lengths = Set(texts.map(\.count))
+            #expect(lengths.count == 1, "\(columns): \(lengths)")
         }
     }
 

@@ -195,7 +195,9 @@ final class Display: @unchecked Sendable {
     /// `[#########...........]  37%  1.2 GB of 3.4 GB  12/40 files  350.0 MB/s  0:07 left`
     ///
     /// Where it does not all fit, fields are left out whole, the rate first, then the files, then
-    /// the bytes, then the time left; the bar itself is 10 to 30 characters wide.
+    /// the bytes, then the time left; the bar itself is 10 to 30 characters wide. The numbers are
+    /// padded to their widest and the time left keeps its room while it is not known, so the line
+    /// keeps its shape from one frame to the next.
     static func bar(_ progress: ProgressSnapshot, columns: Int) -> String {
         let limit = max(columns - 1, 0)
         // At most 1: a file can grow while it is read.
@@ -211,12 +213,16 @@ final class Display: @unchecked Sendable {
             let secondsText = seconds % 60 < 10 ? "0\(seconds % 60)" : "\(seconds % 60)"
             left = "\(seconds / 60):\(secondsText) left"
         }
-        // In the order shown; `priority` is the order in which they are kept (0 kept longest).
+        // In the order shown; `priority` is the order in which they are kept (0 kept longest). The
+        // numbers that change are padded to their widest, so that the bar keeps its width and no
+        // field comes and goes from one frame to the next.
+        let totalFiles = "\(progress.totalFiles)"
         var fields: [(text: String, priority: Int)] = [(percentField, 0)]
-        fields.append(("\(byteCount(progress.bytes)) of \(byteCount(progress.totalBytes))", 2))
-        fields.append(("\(progress.files)/\(progress.totalFiles) files", 3))
-        fields.append(("\(byteCount(Int64(rate)))/s", 4))
-        if let left { fields.append((left, 1)) }
+        fields.append((padded(byteCount(progress.bytes), to: 8) + " of \(byteCount(progress.totalBytes))", 2))
+        fields.append((padded("\(progress.files)", to: totalFiles.count) + "/\(totalFiles) files", 3))
+        fields.append((padded("\(byteCount(Int64(rate)))/s", to: 10), 4))
+        // Blank while not known (at the start, and at the end), but its room is kept.
+        fields.append((padded(left ?? "", to: 10), 1))
 
         let minimumBar = 10, maximumBar = 30
         // Each field after the bar takes two spaces before it; the bar takes its brackets.
@@ -236,6 +242,11 @@ final class Display: @unchecked Sendable {
             text += (index == 0 ? " " : "  ") + field.text
         }
         return text
+    }
+
+    /// `text` after as many spaces as make it `width` characters long.
+    static func padded(_ text: String, to width: Int) -> String {
+        String(repeating: " ", count: max(0, width - text.count)) + text
     }
 
     static func byteCount(_ bytes: Int64) -> String {
