@@ -63,13 +63,25 @@ struct FileSource: Sendable {
 /// chunk.
 ///
 /// The first job opens the file and reads its first chunk, so a file of up to a chunk is read,
-/// hashed and closed in one job. A bigger one goes on in a `flatMap` chain, a chunk per step: a
+/// hashed and closed in one job, and its future completed by that job with no further step. A
+/// bigger one goes on in a `flatMap` chain, a chunk per step, which the first future adopts: a
 /// whole file in one job would hold one of the few threads of the shared pool for as long as it
 /// takes, starving everything else that needs one (timers, signal handlers). Cancelling the
-/// future stops the chain before its next chunk.
+/// future stops the chain before its next chunk (or the first job before it opens the file).
 func sha256(of source: FileSource, buffers: BufferPool, counted: (@Sendable (Int) -> Void)?) -> Future<Digest> {
-    Future(on: .global()) { try FileDigest(source: source, buffers: buffers, counted: counted).step() }
-        .flatMap(on: .immediate) { $0.rest() }
+    let promise = Promise<Digest>()
+    DispatchQueue.global().async {
+        if promise.isCancelled { return }
+        do {
+            switch try FileDigest(source: source, buffers: buffers, counted: counted).step() {
+            case .done(let digest): promise.succeed(digest)
+            case .more(let file): promise.complete(with: file.next())
+            }
+        } catch {
+            promise.fail(error)
+        }
+    }
+    return promise.future
 }
 
 /// After a chunk: the digest, or the file to go on reading.
