@@ -281,6 +281,7 @@ import Darwin
             (["hash", "--timeout", "-0.5", "x"], "Error: --timeout must be above 0 seconds, not -0.5."),
             (["hash", "--timeout", "0", "x"], "Error: --timeout must be above 0 seconds, not 0."),
             (["hash", "--timeout", "1e16", "x"], "Error: --timeout must be at most 1e9 seconds, not"),
+            (["hash", "--timeout", "nan", "x"], "Error: --timeout must be a number of seconds, not nan."),
             (["hash", "--check", "sums", "x"], "Error: --check takes the files to check from its list: give no path with it."),
             (["hash"], "Error: Give at least one file or directory."),
         ]

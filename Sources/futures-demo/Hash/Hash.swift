@@ -68,7 +68,7 @@ struct Hash: AsyncParsableCommand {
             if jobs > Self.maximumJobs { throw ValidationError("--jobs must be at most \(Self.maximumJobs), not \(jobs).") }
         }
         if let timeout {
-            guard timeout.isFinite, !timeout.isNaN else {
+            guard timeout.isFinite else {
                 throw ValidationError("--timeout must be a number of seconds, not \(timeout).")
             }
             if !(timeout > 0) { throw ValidationError("--timeout must be above 0 seconds, not \(timeout.formatted()).") }

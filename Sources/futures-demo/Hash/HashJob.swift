@@ -65,10 +65,8 @@ struct HashJob {
         }
         let checking = if case .check = mode { true } else { false }
 
-        let meter = showsBar ? Meter(
-            totalBytes: inputs.reduce(0) { $0 + $1.size },
-            totalFiles: inputs.reduce(0) { $1.listError == 0 ? $0 + 1 : $0 }
-        ) : nil
+        let fileCount = inputs.reduce(0) { $1.listError == 0 ? $0 + 1 : $0 }
+        let meter = showsBar ? Meter(totalBytes: inputs.reduce(0) { $0 + $1.size }, totalFiles: fileCount) : nil
         let display = Display(meter: meter)
         let queue = FutureQueue(maxConcurrent: jobs)
         let buffers = BufferPool()
@@ -110,7 +108,7 @@ struct HashJob {
             interrupt.end()  // before the message, so that the backstop does not print one too
             _ = display.stop()
             let what = checking ? "checked" : "hashed"
-            display.error("interrupted: \(done) of \(inputs.count) files \(what), the rest cancelled")
+            display.error("interrupted: \(done) of \(fileCount) files \(what), the rest cancelled")
             return 130
         }
 
