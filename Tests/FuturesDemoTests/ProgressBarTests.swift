@@ -1,6 +1,6 @@
 import Testing
 
-@testable import futures_demo
+import futures_demo
 
 /// The progress bar's text at every terminal width from 60 to 200 columns: it fits, and every
 /// field it shows is whole.
@@ -22,9 +22,9 @@ import Testing
     static func fields(_ state: ProgressSnapshot) -> Set<String> {
         let rate = state.seconds > 0 ? Double(state.bytes) / state.seconds : 0
         var fields: Set<String> = [
-            "\(Display.byteCount(state.bytes)) of \(Display.byteCount(state.totalBytes))",
+            "\(ProgressBar.byteCount(state.bytes)) of \(ProgressBar.byteCount(state.totalBytes))",
             "\(state.files)/\(state.totalFiles) files",
-            "\(Display.byteCount(Int64(rate)))/s",
+            "\(ProgressBar.byteCount(Int64(rate)))/s",
         ]
         if rate > 0, state.bytes < state.totalBytes {
             let left = Int((Double(state.totalBytes - state.bytes) / rate).rounded(.up))
@@ -36,7 +36,7 @@ import Testing
     @Test(arguments: 60...200)
     func fitsTheWidthAndCutsNoField(columns: Int) {
         for state in Self.states {
-            let text = Display.bar(state, columns: columns)
+            let text = ProgressBar.text(state, columns: columns)
             #expect(text.count <= columns - 1, "\(columns): \(text)")
             // `[###...]`, the percentage right-aligned in 4 characters, then whole fields, two
             // spaces apart.
@@ -68,7 +68,7 @@ import Testing
             ProgressSnapshot(bytes: Int64(step) * 97_000_007, totalBytes: 19_400_001_400, files: step / 10, totalFiles: 20, seconds: Double(step + 1) / 10)
         }
         for columns in [60, 80, 120] {
-            let texts = frames.map { Display.bar($0, columns: columns) }
+            let texts = frames.map { ProgressBar.text($0, columns: columns) }
             let barWidths = Set(texts.map { $0.firstIndex(of: "]")!.utf16Offset(in: $0) })
             #expect(barWidths.count == 1, "\(columns): \(barWidths)")
             // Every field is padded to its widest (the time left is blank while not known), so
@@ -80,18 +80,18 @@ import Testing
 
     @Test func showsEveryFieldAt80ColumnsAndTheTimeLeftAt60() {
         let state = Self.states[1]
-        let wide = Display.bar(state, columns: 80)
+        let wide = ProgressBar.text(state, columns: 80)
         for field in Self.fields(state) { #expect(wide.contains(field), "\(field) in \(wide)") }
-        #expect(Display.bar(state, columns: 60).hasSuffix(" left"))
-        #expect(Display.bar(state, columns: 60).count <= 59)
+        #expect(ProgressBar.text(state, columns: 60).hasSuffix(" left"))
+        #expect(ProgressBar.text(state, columns: 60).count <= 59)
     }
 
     @Test func byteCountsUseTenthsOfTheLargestUnit() {
-        #expect(Display.byteCount(0) == "0 B")
-        #expect(Display.byteCount(999) == "999 B")
-        #expect(Display.byteCount(1000) == "1.0 KB")
-        #expect(Display.byteCount(999_949) == "999.9 KB")
-        #expect(Display.byteCount(999_950) == "1.0 MB")
-        #expect(Display.byteCount(43_000_000_000) == "43.0 GB")
+        #expect(ProgressBar.byteCount(0) == "0 B")
+        #expect(ProgressBar.byteCount(999) == "999 B")
+        #expect(ProgressBar.byteCount(1000) == "1.0 KB")
+        #expect(ProgressBar.byteCount(999_949) == "999.9 KB")
+        #expect(ProgressBar.byteCount(999_950) == "1.0 MB")
+        #expect(ProgressBar.byteCount(43_000_000_000) == "43.0 GB")
     }
 }
