@@ -2,6 +2,7 @@
 //
 //     futures-demo [tour] [--directory PATH]             the person-and-picture scenario (default)
 //     futures-demo hash [--jobs N] [--timeout S] PATH...  SHA-256 of files, as sha256sum prints them
+//     futures-demo hash --check FILE                     checks them as `sha256sum -c` does
 import ArgumentParser
 import Foundation
 

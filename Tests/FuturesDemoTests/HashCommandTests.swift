@@ -189,6 +189,9 @@ struct Run {
     var status: Int32
     var output: String
     var error: String
+    /// The same, byte for byte (names need not be UTF-8).
+    var outputBytes: Data
+    var errorBytes: Data
 }
 
 func run(_ arguments: [String], in folder: TemporaryFolder) throws -> Run {
@@ -198,6 +201,11 @@ func run(_ arguments: [String], in folder: TemporaryFolder) throws -> Run {
 /// Runs `command` with `sh -c` in `folder` and returns its standard output.
 func shell(_ command: String, in folder: TemporaryFolder) throws -> String {
     try launch(URL(fileURLWithPath: "/bin/sh"), ["-c", command], in: folder).output
+}
+
+/// Runs `command` with `sh -c` in `folder`, with `$demo` set to the demo's path.
+func shellRun(_ command: String, in folder: TemporaryFolder) throws -> Run {
+    try launch(URL(fileURLWithPath: "/bin/sh"), ["-c", "demo='\(demo.path)'; " + command], in: folder)
 }
 
 private func launch(_ executable: URL, _ arguments: [String], in folder: TemporaryFolder) throws -> Run {
@@ -223,7 +231,9 @@ private func launch(_ executable: URL, _ arguments: [String], in folder: Tempora
     return Run(
         status: process.terminationStatus,
         output: String(decoding: outputData, as: UTF8.self),
-        error: String(decoding: errorText.data, as: UTF8.self)
+        error: String(decoding: errorText.data, as: UTF8.self),
+        outputBytes: outputData,
+        errorBytes: errorText.data
     )
 }
 

@@ -14,6 +14,7 @@ final class Meter: @unchecked Sendable {
     private let lock = NSLock()
     private var bytes: Int64 = 0
     private var files = 0
+    private var finishedSizes: Int64 = 0
     let totalBytes: Int64
     let totalFiles: Int
     let started = ContinuousClock.now
@@ -39,36 +40,49 @@ final class Meter: @unchecked Sendable {
         lock.unlock()
     }
 
-    private var finishedSizes: Int64 = 0
-
-    var snapshot: (bytes: Int64, files: Int) {
+    var snapshot: ProgressSnapshot {
         lock.lock()
         defer { lock.unlock() }
-        return (bytes, files)
+        return ProgressSnapshot(
+            bytes: bytes, totalBytes: totalBytes, files: files, totalFiles: totalFiles,
+            seconds: started.duration(to: .now).inSeconds
+        )
     }
 }
 
-/// Where the output goes: checksum lines on stdout, messages on stderr, and, when stderr is a
-/// terminal, a progress bar there, redrawn at most ten times a second.
+
+/// Where the output goes: lines on stdout, messages on stderr, and, when stderr is a terminal, a
+/// progress bar there, redrawn at most ten times a second.
 ///
-/// Everything is written on one serial queue, so a line never lands in the middle of the bar: the
-/// bar is erased before a line or a message is written and drawn again on the next tick.
+/// Lines are gathered and written a few kilobytes at a time, each write ending at the end of a line
+/// and at most `PIPE_BUF` (4,096) bytes long, so that a write blocked on a full pipe never leaves
+/// part of a line behind when the process is ended. What is gathered is written at the latest
+/// 50 ms later, before any message, and at the end. Everything is written on one serial queue, so
+/// a line never lands in the middle of the bar: the bar is erased before lines or a message are
+/// written and drawn again on the next tick.
 final class Display: @unchecked Sendable {
-    // Safety: `timer`, `barShown` and `lastBar` are only touched on `queue`.
+    // Safety: `timer`, `barShown`, `lastBar`, `pending`, `flushScheduled` and `writeError` are
+    // only touched on `queue`.
     private let queue = DispatchQueue(label: "futures-demo.display")
-    private let meter: Meter
-    private let showsBar: Bool
+    private let meter: Meter?
     private var timer: (any DispatchSourceTimer)?
     private var barShown = false
     private var lastBar = ""
+    private var pending: [UInt8] = []
+    private var flushScheduled = false
+    private var writeError: Int32?
 
-    init(meter: Meter, showsBar: Bool) {
+    /// The most written to stdout at once: a pipe takes a write up to this size whole or not at all.
+    static let writeLimit = 4096
+
+    /// `meter`: what the progress bar shows; `nil` for no bar.
+    init(meter: Meter?) {
         self.meter = meter
-        self.showsBar = showsBar
+        pending.reserveCapacity(Self.writeLimit)
     }
 
     func start() {
-        guard showsBar else { return }
+        guard meter != nil else { return }
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: .milliseconds(100))
         timer.setEventHandler { [self] in drawBar() }
@@ -76,30 +90,76 @@ final class Display: @unchecked Sendable {
         timer.resume()
     }
 
-    /// Erases the bar and stops drawing it.
-    func stop() {
+    /// Writes what is gathered, erases the bar and stops drawing it; the `errno` of a write to
+    /// stdout that failed, if any did.
+    func stop() -> Int32? {
         queue.sync {
             timer?.cancel()
             timer = nil
+            flush()
             eraseBar()
+            return writeError
         }
     }
 
-    /// Writes a checksum line (ending in a newline) to stdout in one piece; the `errno` of a write
-    /// that failed, else `nil`.
-    func line(_ text: String) -> Int32? {
+    /// Adds a line (ending in a newline) to stdout; the `errno` of a write that failed, if any did
+    /// (the lines are then dropped).
+    func line(_ text: [UInt8]) -> Int32? {
+        text.withUnsafeBufferPointer { text in
+            queue.sync {
+                guard writeError == nil else { return writeError }
+                if pending.count + text.count > Self.writeLimit { flush() }
+                if text.count > Self.writeLimit {
+                    // A line longer than a pipe takes whole: written alone.
+                    eraseBar()
+                    writeAll(UnsafeRawBufferPointer(text), to: STDOUT_FILENO)
+                    return writeError
+                }
+                pending.append(contentsOf: text)
+                if !flushScheduled {
+                    flushScheduled = true
+                    queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [self] in
+                        flushScheduled = false
+                        flush()
+                    }
+                }
+                return writeError
+            }
+        }
+    }
+
+    /// Writes `futures-demo: <message>` to stderr, after the lines gathered so far.
+    func error(_ message: [UInt8]) {
+        var text = Array("futures-demo: ".utf8)
+        text += message
+        text.append(UInt8(ascii: "\n"))
         queue.sync {
+            flush()
             eraseBar()
-            return write(text, to: STDOUT_FILENO) ? nil : errno
+            text.withUnsafeBytes { _ = writeAll($0, to: STDERR_FILENO) }
         }
     }
 
-    /// Writes `futures-demo: message` to stderr.
     func error(_ message: String) {
-        queue.sync {
+        error(Array(message.utf8))
+    }
+
+    /// Writes the gathered lines. On `queue`.
+    private func flush() {
+        guard !pending.isEmpty else { return }
+        if writeError == nil {
             eraseBar()
-            write("futures-demo: \(message)\n", to: STDERR_FILENO)
+            pending.withUnsafeBytes { _ = writeAll($0, to: STDOUT_FILENO) }
         }
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes all of `bytes` to `descriptor`; on stdout, records a failure in `writeError`.
+    @discardableResult
+    private func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
+        if writeBytes(bytes, to: descriptor) { return true }
+        if descriptor == STDOUT_FILENO, writeError == nil { writeError = errno }
+        return false
     }
 
     private func eraseBar() {
@@ -110,63 +170,36 @@ final class Display: @unchecked Sendable {
     }
 
     private func drawBar() {
-        // Cut to the terminal's width: a line that wraps would not be erased by the next one.
+        guard let meter else { return }
         var size = winsize()
         let columns = ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 80
-        let bar = String(Self.bar(meter: meter, width: 24).prefix(columns - 1))
+        let bar = ProgressBar.text(meter.snapshot, columns: columns)
         guard bar != lastBar else { return }
         write("\r\u{1B}[K" + bar, to: STDERR_FILENO)
         barShown = true
         lastBar = bar
     }
-
-    /// `[#########...............]  37%  1.2 GB of 3.4 GB  12/40 files  350 MB/s  0:07 left`
-    static func bar(meter: Meter, width: Int) -> String {
-        let (bytes, files) = meter.snapshot
-        // At most 1: a file can grow while it is read.
-        let fraction = min(1, meter.totalBytes > 0 ? Double(bytes) / Double(meter.totalBytes) : Double(files) / Double(max(meter.totalFiles, 1)))
-        let filled = min(width, Int(fraction * Double(width)))
-        let elapsed = meter.started.duration(to: .now)
-        let seconds = elapsed.inSeconds
-        let rate = seconds > 0 ? Double(bytes) / seconds : 0
-        var text = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "]"
-        text += String(format: " %3d%%", Int(fraction * 100))
-        text += "  \(byteCount(bytes)) of \(byteCount(meter.totalBytes))"
-        text += "  \(files)/\(meter.totalFiles) files"
-        text += "  \(byteCount(Int64(rate)))/s"
-        if rate > 0, bytes < meter.totalBytes {
-            let left = Int((Double(meter.totalBytes - bytes) / rate).rounded(.up))
-            text += String(format: "  %d:%02d left", left / 60, left % 60)
-        }
-        return text
-    }
-
-    static func byteCount(_ bytes: Int64) -> String {
-        let units = ["B", "KB", "MB", "GB", "TB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1000, unit < units.count - 1 {
-            value /= 1000
-            unit += 1
-        }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
-    }
 }
 
-/// Writes all of `text` to `descriptor` (a write may be cut short by a signal or a full pipe);
+/// Writes all of `bytes` to `descriptor` (a write may be cut short by a signal or a full pipe);
 /// `false` on an error, which `errno` then names.
-@discardableResult
-func write(_ text: String, to descriptor: Int32) -> Bool {
-    var bytes = Array(text.utf8)[...]
-    while !bytes.isEmpty {
-        let written = bytes.withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
+func writeBytes(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
+    var rest = bytes
+    while !rest.isEmpty {
+        let written = systemWrite(descriptor, rest.baseAddress, rest.count)
         if written < 0 {
             if errno == EINTR { continue }
             return false
         }
-        bytes = bytes.dropFirst(written)
+        rest = UnsafeRawBufferPointer(rebasing: rest[written...])
     }
     return true
+}
+
+/// Writes all of `text` to `descriptor`; `false` on an error, which `errno` then names.
+@discardableResult
+func write(_ text: String, to descriptor: Int32) -> Bool {
+    Array(text.utf8).withUnsafeBytes { writeBytes($0, to: descriptor) }
 }
 
 extension Duration {

@@ -7,14 +7,22 @@ import Glibc
 import Darwin
 #endif
 
-/// One run of `futures-demo hash`.
+/// One run of `futures-demo hash`: hashing a list of files, or checking them against a list of
+/// digests (`--check`).
 ///
 /// Every file becomes a future from a `FutureQueue` that runs `jobs` at a time; each is cancellable
 /// by one `CancellationSource`, which Ctrl-C fires. The lines are printed in input order as the
 /// futures complete, so a file that finishes early waits for the ones before it. Futures are made
 /// only a few `jobs` ahead of the line being printed, so a run over many files keeps little.
 struct HashJob {
-    let paths: [String]
+    enum Mode {
+        /// Hash the files under these paths (as bytes).
+        case hash(paths: [[UInt8]])
+        /// Check the files listed in this file (`-`: standard input).
+        case check(list: [UInt8])
+    }
+
+    let mode: Mode
     let jobs: Int
     let timeout: Duration?
 
@@ -23,76 +31,156 @@ struct HashJob {
         // Listening for Ctrl-C first: from here on it cancels the run instead of killing it.
         let interrupt = Interrupt { _ = stop.cancel() }
         defer { interrupt.end() }
+        let showsBar = isatty(STDERR_FILENO) != 0
 
-        let inputs = FileList.inputs(of: paths)
-        let fileCount = inputs.reduce(0) { count, input in if case .file = input { count + 1 } else { count } }
-        let meter = Meter(totalBytes: inputs.reduce(0) { total, input in
-            if case .file(_, _, let size) = input { total + size } else { total }
-        }, totalFiles: fileCount)
-        let display = Display(meter: meter, showsBar: isatty(STDERR_FILENO) != 0)
+        // The list of files.
+        let inputs: [HashInput]
+        let names: NameTable
+        var improperLines = 0
+        var listName: [UInt8] = []
+        switch mode {
+        case .hash(let paths):
+            var list = FileList(wantsSizes: showsBar)
+            for path in paths { list.add(path: path) }
+            inputs = list.inputs
+            names = list.table()
+        case .check(let path):
+            let isStandardInput = path == [UInt8(ascii: "-")]
+            listName = isStandardInput ? Array("standard input".utf8) : path
+            let text: [UInt8]
+            switch Self.readList(path, isStandardInput: isStandardInput) {
+            case .success(let bytes): text = bytes
+            case .failure(let failure):
+                Display(meter: nil).error(quotedForMessage(listName) + Array(": \(failure)".utf8))
+                return 1
+            }
+            let list = ChecksumList(text, isStandardInput: isStandardInput)
+            guard !list.inputs.isEmpty else {
+                Display(meter: nil).error(quotedForMessage(listName) + Array(": no properly formatted checksum lines found".utf8))
+                return 1
+            }
+            improperLines = list.improperLines
+            names = list.table()
+            inputs = showsBar ? list.inputs.map { Self.withSize($0, names) } : list.inputs
+        }
+        let checking = if case .check = mode { true } else { false }
+
+        let fileCount = inputs.reduce(0) { $1.listError == 0 ? $0 + 1 : $0 }
+        let meter = showsBar ? Meter(totalBytes: inputs.reduce(0) { $0 + $1.size }, totalFiles: fileCount) : nil
+        let display = Display(meter: meter)
         let queue = FutureQueue(maxConcurrent: jobs)
+        let buffers = BufferPool()
         let timeout = self.timeout
+        let counted: (@Sendable (Int) -> Void)? = if let meter { { meter.add(bytes: $0) } } else { nil }
 
-        func hash(_ input: HashInput) -> Future<String>? {
-            guard case .file(_, let path, let size) = input else { return nil }
-            return queue.add {
+        func hash(_ input: HashInput) -> Future<Digest>? {
+            guard input.listError == 0 else { return nil }
+            let source = FileSource(
+                names: names, name: input.name,
+                isStandardInput: checking && names.withName(input.name) { $0.elementsEqual([UInt8(ascii: "-")]) }
+            )
+            let future = queue.add { () -> Future<Digest> in
                 // Nothing queued starts once the run is cancelled (the queue may be starting this
                 // one as the cancellation reaches it).
                 if stop.token.isCancelled { return .cancelled }
-                let hash = sha256(ofFileAt: path) { meter.add(bytes: $0) }
+                let hash = sha256(of: source, buffers: buffers, counted: counted)
                 guard let timeout else { return hash }
                 return hash.timeout(after: timeout)
             }
             .cancellable(by: stop.token)
-            .always(on: .immediate) { _ in meter.fileDone(size: size) }
+            guard let meter else { return future }
+            let size = input.size
+            return future.always(on: .immediate) { _ in meter.fileDone(size: size) }
         }
 
-        let window = max(2 * jobs, 16)
-        var pending: [Int: Future<String>] = [:]
+        // The futures of the next `window` inputs, in a ring.
+        let window = max(4 * jobs, 64)
+        var ahead = [Future<Digest>?](repeating: nil, count: window)
         var scheduledUpTo = 0
         var failed = 0
-        var hashed = 0
+        var unreadable = 0
+        var mismatched = 0
+        var done = 0
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
 
         func interrupted() -> Int32 {
             interrupt.end()  // before the message, so that the backstop does not print one too
-            display.stop()
-            display.error("interrupted: \(hashed) of \(fileCount) files hashed, the rest cancelled")
+            _ = display.stop()
+            let what = checking ? "checked" : "hashed"
+            display.error("interrupted: \(done) of \(fileCount) files \(what), the rest cancelled")
             return 130
+        }
+
+        func message(_ name: Name, _ text: String) {
+            display.error(names.withName(name) { quotedForMessage($0) } + Array(": \(text)".utf8))
         }
 
         display.start()
         for (index, input) in inputs.enumerated() {
             while scheduledUpTo < min(inputs.count, index + window) {
-                pending[scheduledUpTo] = hash(inputs[scheduledUpTo])
+                ahead[scheduledUpTo % window] = hash(inputs[scheduledUpTo])
                 scheduledUpTo += 1
             }
+            let future = ahead[index % window]
+            ahead[index % window] = nil
             if stop.token.isCancelled { return interrupted() }
-            guard let future = pending.removeValue(forKey: index) else {
-                display.error("\(input.display): \(input.reason)")
+            line.removeAll(keepingCapacity: true)
+            guard let future else {
+                message(input.name, String(cString: strerror(input.listError)))
                 failed += 1
                 continue
             }
+            var failure: String?
             // A future that is complete already is read without suspending.
             switch await future.result {
-            case .success(let hex):
-                if let error = display.line(checksumLine(hex: hex, name: input.display)) {
-                    display.stop()
-                    display.error("write error: \(String(cString: strerror(error)))")
-                    return 1
+            case .success(let digest):
+                done += 1
+                names.withName(input.name) { name in
+                    if let expected = input.expected {
+                        if digest != expected { mismatched += 1 }
+                        appendVerdictLine(name: name, verdict: digest == expected ? "OK" : "FAILED", to: &line)
+                    } else {
+                        appendChecksumLine(digest: digest, name: name, to: &line)
+                    }
                 }
-                hashed += 1
             case .failure(FutureError.timedOut):
-                display.error("\(input.display): timed out after \(timeoutText)")
-                failed += 1
+                failure = "timed out after \(timeoutText)"
             case .failure(let error):
-                display.error("\(input.display): \(error)")
-                failed += 1
+                failure = "\(error)"
             case .cancelled:
                 // Only Ctrl-C cancels.
                 return interrupted()
             }
+            if let failure {
+                message(input.name, failure)
+                failed += 1
+                guard checking else { continue }
+                unreadable += 1
+                names.withName(input.name) { appendVerdictLine(name: $0, verdict: "FAILED open or read", to: &line) }
+            }
+            if let error = display.line(line) {
+                _ = display.stop()
+                display.error("write error: \(String(cString: strerror(error)))")
+                return 1
+            }
         }
-        display.stop()
+        if let error = display.stop() {
+            display.error("write error: \(String(cString: strerror(error)))")
+            return 1
+        }
+        if checking {
+            if improperLines > 0 {
+                display.error("WARNING: \(improperLines) \(improperLines == 1 ? "line is" : "lines are") improperly formatted")
+            }
+            if unreadable > 0 {
+                display.error("WARNING: \(unreadable) listed \(unreadable == 1 ? "file" : "files") could not be read")
+            }
+            if mismatched > 0 {
+                display.error("WARNING: \(mismatched) computed \(mismatched == 1 ? "checksum" : "checksums") did NOT match")
+            }
+            return failed == 0 && mismatched == 0 ? 0 : 1
+        }
         return failed == 0 ? 0 : 1
     }
 
@@ -100,11 +188,32 @@ struct HashJob {
         guard let timeout else { return "" }
         return "\(timeout.inSeconds.formatted()) s"
     }
-}
 
-extension HashInput {
-    /// Why an unreadable input was not listed.
-    var reason: String {
-        if case .unreadable(_, let reason) = self { reason } else { "" }
+    /// The whole list file, or why it could not be read (`sha256sum`'s words).
+    private static func readList(_ path: [UInt8], isStandardInput: Bool) -> Result<[UInt8], HashFailure> {
+        let descriptor = isStandardInput ? dup(STDIN_FILENO) : (path + [0]).withUnsafeBufferPointer {
+            open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_RDONLY | O_CLOEXEC)
+        }
+        guard descriptor >= 0 else { return .failure(HashFailure(errno: errno)) }
+        defer { close(descriptor) }
+        var text: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { return .failure(HashFailure(description: "read error")) }
+            if count == 0 { return .success(text) }
+            text += chunk[..<count]
+        }
+    }
+
+    /// `input` with its size, for the progress bar.
+    private static func withSize(_ input: HashInput, _ names: NameTable) -> HashInput {
+        var info = stat()
+        var sized = input
+        if names.withCString(input.name, { stat($0, &info) }) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+            sized.size = Int64(info.st_size)
+        }
+        return sized
     }
 }
