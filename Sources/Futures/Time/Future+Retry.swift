@@ -101,13 +101,19 @@ extension Future {
                 guard number < attempts, shouldRetry(error) else { throw error }
                 if stopped.withLock({ $0 }) { return .cancelled }
                 let delay = backoff.delay(number)
+                if delay > .zero {
+                    return Future<Void>.after(delay, value: (), clock: clock)
+                        .flatMap(on: .immediate) { stopped.withLock { $0 } ? .cancelled : attempt(number + 1) }
+                }
                 // No wait: the next attempt starts here, with no timer (this runs in a callback,
                 // so an attempt that fails at once queues behind it rather than recursing). Every
-                // so often it starts after a hop instead, so that attempts failing at once neither
-                // keep `retry` from returning nor hold the calling thread for ever.
-                if delay <= .zero, number % inlineAttempts != 0 { return attempt(number + 1) }
-                return Future<Void>.after(delay, value: (), clock: clock)
-                    .flatMap(on: .immediate) { stopped.withLock { $0 } ? .cancelled : attempt(number + 1) }
+                // so often it starts after a hop to a global queue instead (a callback on an
+                // executor other than `.immediate` never runs inside the call that registers it),
+                // so that attempts failing at once neither keep `retry` from returning nor hold the
+                // calling thread for ever.
+                if number % inlineAttempts != 0 { return attempt(number + 1) }
+                return Future<Void>(value: ())
+                    .flatMap(on: .global()) { stopped.withLock { $0 } ? .cancelled : attempt(number + 1) }
             }
         }
         let result = attempt(1)
