@@ -474,7 +474,13 @@ extension Program {
         // inner future before the adoption makes it a consumer, or after. The rules leave that
         // timing open. A promise's `complete(with:)` adopts within its step, so its future is
         // shared freely, and later registrants on it split it off its adopter.
+        //
+        // A `flatMap` off `.immediate` adopts after its step, on its executor: an inner future that
+        // an earlier step consumes (a join's member, say) may be left by that consumer later (the
+        // join cancelled, or decided by another member) before that adoption or after it, and only
+        // then is it cancelled. So such an inner future must be new to every earlier step too.
         var adoptedLater: Set<Int> = []
+        var usedBefore: Set<Int> = []
         for step in steps {
             var used: [Int] = []
             switch step {
@@ -485,6 +491,11 @@ extension Program {
             default: break
             }
             if used.contains(where: adoptedLater.contains) { return false }
+            if case .make(_, .flatMap(_, let inner), let place, _) = step, place != .immediate,
+               usedBefore.contains(inner) {
+                return false
+            }
+            usedBefore.formUnion(used)
             if case .make(_, let kind, _, _) = step {
                 switch kind {
                 case .flatMap(_, let inner), .deferred(let inner): adoptedLater.insert(inner)
