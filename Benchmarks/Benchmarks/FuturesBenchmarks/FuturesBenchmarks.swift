@@ -160,6 +160,7 @@ let benchmarks: @Sendable () -> Void = {
     scenarioH()
     scenarioI()
     scenarioJ()
+    scenarioK()
 }
 
 // MARK: (a) a pending future, one callback on a serial queue, completed from another queue

@@ -86,10 +86,10 @@ extension FutureStorage {
         var splitRoot: FutureStorage<Value>?
         var splitChange: ProgressChange?
         let plan: AdoptionPlan = adoptionLock.withLock {
-            let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &keepAlive)
+            let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &keepAlive, shortcuts: true)
             root = adopter
             var targetDepth: Int32
-            (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive)
+            (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive, shortcuts: true)
             if target !== adopter, targetDepth > 0 {
                 // A refused adoption splits nothing (checked again below, under both locks).
                 let lock = LockTable.acquire(adopter)
@@ -204,7 +204,7 @@ extension FutureStorage {
     final func split() {
         var keepAlive: [AnyObject] = []
         let split: (FutureStorage<Value>, ProgressChange?)? = adoptionLock.withLock {
-            let (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive)
+            let (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive, shortcuts: true)
             guard depth > 0, let (_, change) = Self.split(root, at: depth, keepAlive: &keepAlive) else { return nil }
             return (root, change)
         }

@@ -42,7 +42,7 @@ final class Extras<Value: Sendable> {
         completerObject = object
     }
     /// The producers' `onCancel` handlers, each with the depth of the future whose producer added
-    /// it (see ``MergeForward``).
+    /// it (see ``MergeForwards``).
     @exclusivity(unchecked) @usableFromInline var cancelHandlers: [CancelHandler] = []
     /// Callbacks registered on a completed future while its drain runs (see
     /// ``FutureStorage/drain()``); the drain owner takes them after its current batch.
@@ -67,9 +67,9 @@ final class Extras<Value: Sendable> {
     /// The token this future's completion cancels, made by the first read of
     /// `Future.completionToken`: later reads share it, so reading it often costs one registration.
     @exclusivity(unchecked) @usableFromInline var completionToken: CancellationToken?
-    /// Where the futures merged into this one at `forward.depth` and below keep their state since
-    /// a consumer arrived on one of them (see ``FutureStorage/split(at:)``); kept after completion.
-    @exclusivity(unchecked) @usableFromInline var forward: MergeForward<Value>?
+    /// Where the futures merged into this one keep their state since a consumer arrived on one of
+    /// them (see ``FutureStorage/split()`` and ``MergeForwards``); kept after completion.
+    @exclusivity(unchecked) @usableFromInline var forward: MergeForwards<Value>?
     /// The depth of the deepest future merged into this one (0: none).
     @exclusivity(unchecked) @usableFromInline var depth: Int32 = 0
 
@@ -95,16 +95,112 @@ struct CancelHandler {
     }
 }
 
-/// A merge set that was split: the futures merged at `depth` and below (relative to the future
-/// holding this) keep their state in `target` from then on, at depth minus `depth` there.
+/// Where the futures merged into a split future keep their state: a table of thresholds, each with
+/// the future that holds the state of the futures merged at that depth and deeper (relative to the
+/// future holding this table), up to the next threshold. A walk that reaches the owner at depth `d`
+/// continues at the entry with the largest threshold not above `d`, `d` minus that threshold below
+/// it; a walk shallower than every threshold stays at the owner.
+///
+/// Entries come two ways, each at one end, so neither ever moves the others:
+/// - a split of the owner itself, at a depth shallower than every threshold it has (a walk only
+///   stops at the owner above them), goes first (`shallow`, kept deepest first);
+/// - a shortcut, found by a walk under the adoption lock that went from the owner through two or
+///   more forwards, each the deepest of its table, to the future holding its state: that future
+///   holds every depth from its threshold down (as far as its own table says), so the owner can go
+///   there directly. It is deeper than every threshold the owner has and goes last (`deep`, kept
+///   shallowest first).
+///
+/// Splitting top-down then costs a binary search per walk instead of a walk through every earlier
+/// split, and completing a set split bottom-up finds each level's holder the same way. Targets are
+/// stored as `AnyObject` (always `FutureStorage<Value>`): the walk runs unspecialised in clients,
+/// and an array of a generic class would ask the runtime for its metadata.
 @usableFromInline
-final class MergeForward<Value: Sendable> {
-    @usableFromInline let depth: Int32
-    @usableFromInline let target: FutureStorage<Value>
+final class MergeForwards<Value: Sendable> {
+    @usableFromInline var shallowDepths: [Int32]
+    @usableFromInline var shallowTargets: [AnyObject]
+    @usableFromInline var deepDepths: [Int32] = []
+    @usableFromInline var deepTargets: [AnyObject] = []
 
     @usableFromInline init(depth: Int32, target: FutureStorage<Value>) {
-        self.depth = depth
-        self.target = target
+        shallowDepths = [depth]
+        shallowTargets = [target]
+    }
+
+    /// The same table `shift` deeper (a future that adopts the owner by merging takes it over).
+    @usableFromInline init(shifting other: MergeForwards<Value>, by shift: Int32) {
+        shallowDepths = other.shallowDepths.map { $0 + shift }
+        shallowTargets = other.shallowTargets
+        deepDepths = other.deepDepths.map { $0 + shift }
+        deepTargets = other.deepTargets
+    }
+
+    /// The shallowest threshold.
+    @inlinable var shallowest: Int32 { shallowDepths.last ?? deepDepths[0] }
+    /// The deepest threshold.
+    @inlinable var deepest: Int32 { deepDepths.last ?? shallowDepths[0] }
+
+    /// The entry a walk at `depth` below the owner follows: its target, the walk's depth below it,
+    /// and whether it is the deepest entry; `nil` if `depth` is shallower than every threshold.
+    @inlinable
+    func entry(at depth: Int32) -> (target: FutureStorage<Value>, depth: Int32, deepest: Bool)? {
+        if let first = deepDepths.first, first <= depth {
+            // The last threshold not above `depth` among the deep ones, which ascend.
+            var low = 0, high = deepDepths.count - 1
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if deepDepths[middle] <= depth { low = middle } else { high = middle - 1 }
+            }
+            let target = unsafeDowncast(deepTargets[low], to: FutureStorage<Value>.self)
+            return (target, depth - deepDepths[low], low == deepDepths.count - 1)
+        }
+        guard let shallowest = shallowDepths.last, shallowest <= depth else { return nil }
+        // The first threshold not above `depth` among the shallow ones, which descend.
+        var low = 0, high = shallowDepths.count - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
+        }
+        let target = unsafeDowncast(shallowTargets[low], to: FutureStorage<Value>.self)
+        return (target, depth - shallowDepths[low], low == 0 && deepDepths.isEmpty)
+    }
+
+    /// Records a split of the owner at `depth`, shallower than every threshold.
+    @usableFromInline
+    func addSplit(at depth: Int32, target: FutureStorage<Value>) {
+        precondition(depth < shallowest, "a split below a threshold of the future that splits")
+        shallowDepths.append(depth)
+        shallowTargets.append(target)
+        _checkInvariants()
+    }
+
+    /// Records a shortcut to `target`, which holds the state from `depth` on; ignored unless it is
+    /// deeper than every threshold.
+    @usableFromInline
+    func addShortcut(at depth: Int32, target: FutureStorage<Value>) {
+        guard depth > deepest else { return }
+        deepDepths.append(depth)
+        deepTargets.append(target)
+        _checkInvariants()
+    }
+
+    /// In debug builds, traps unless the thresholds are in order: the shallow ones descend, the
+    /// deep ones ascend, every shallow one is above every deep one, and there is at least one. (A
+    /// table longer than 64 entries has only its ends checked, each change adding at an end: a
+    /// full check per split would make splitting quadratic in debug builds.)
+    @inlinable @inline(__always)
+    func _checkInvariants() {
+        #if DEBUG
+        precondition(shallowDepths.count == shallowTargets.count && deepDepths.count == deepTargets.count)
+        precondition(!shallowDepths.isEmpty || !deepDepths.isEmpty, "an empty forward table")
+        func ordered(_ depths: [Int32], _ before: (Int32, Int32) -> Bool) -> Bool {
+            let checked = depths.count <= 64 ? depths[...] : depths.suffix(2)
+            return zip(checked, checked.dropFirst()).allSatisfy { before($0, $1) }
+        }
+        precondition(ordered(shallowDepths, >), "shallow thresholds out of order")
+        precondition(ordered(deepDepths, <), "deep thresholds out of order")
+        if let shallow = shallowDepths.first, let deep = deepDepths.first { precondition(shallow < deep, "a shallow threshold below a deep one") }
+        precondition(shallowest > 0, "a threshold at the owner's own depth")
+        #endif
     }
 }
 

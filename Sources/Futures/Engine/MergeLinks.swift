@@ -129,8 +129,8 @@ extension FutureStorage {
     @inlinable
     final func nextInWalkLocked(depth: Int32) -> (FutureStorage<Value>, depth: Int32)? {
         if phase == .linked { return (link!, depth + linkDepth) }
-        if let forward = extras?.forward, depth >= forward.depth { return (forward.target, depth - forward.depth) }
-        return nil
+        guard let forward = extras?.forward, let entry = forward.entry(at: depth) else { return nil }
+        return (entry.target, entry.depth)
     }
 
     /// Follows links to the future that holds the state, shortening the path it walked.
@@ -161,10 +161,15 @@ extension FutureStorage {
     /// Path compression points each linked future it passed at the end of its run of links: the
     /// next future that is not linked, with the depths added up. It never skips a future that
     /// holds a forward: whether a walk follows it depends on the depth the walk started from.
+    ///
+    /// With `shortcuts` (the caller holds the adoption lock, under which every split and merge
+    /// happens), a walk that went from one future through two or more forwards, each the deepest
+    /// of its table, records a shortcut there to the future it reached (see ``MergeForwards``).
     @usableFromInline
     final func rootAndDepth(
         startingAt startDepth: Int32,
-        collecting garbage: inout [AnyObject]
+        collecting garbage: inout [AnyObject],
+        shortcuts: Bool = false
     ) -> (FutureStorage<Value>, depth: Int32) {
         // Most walks start at the future that holds the state: one lock, nothing else. (The walk
         // runs unspecialised in clients, so it keeps to locals of fixed layout and takes locks by
@@ -185,6 +190,13 @@ extension FutureStorage {
         var firstDepth: Int32 = 0
         var rest: [AnyObject] = []
         var restDepths: [Int32] = []
+        // The forwards followed since the last link, if each was the deepest of its table: where
+        // the first was taken, the walk's depth there, and how many.
+        var forwardsFrom: FutureStorage<Value>? = nil
+        var forwardsDepth: Int32 = 0
+        var forwards = 0
+        var steps = 1
+        if shortcuts, !linked { Self.noteForward(from: node, depth: depth, &forwardsFrom, &forwardsDepth, &forwards) }
         while true {
             LockTable.release(lock)
             if linked {
@@ -209,13 +221,54 @@ extension FutureStorage {
             lock = LockTable.acquire(node)
             linked = node.phase == .linked
             guard let step = node.nextInWalkLocked(depth: depth) else { break }
+            steps += 1
+            if shortcuts {
+                if linked {
+                    forwards = 0
+                } else {
+                    Self.noteForward(from: node, depth: depth, &forwardsFrom, &forwardsDepth, &forwards)
+                }
+            }
             next = step
         }
         LockTable.release(lock)
+        ThreadContext.current.takeUnretainedValue().mergeStepsWalked &+= steps
         if let passed = first {
             Self.compress(passed, firstDepth, rest, restDepths, to: node, depth: depth, garbage: &garbage)
         }
+        if forwards >= 2, let from = forwardsFrom { Self.addShortcut(from: from, at: forwardsDepth - depth, to: node) }
         return (node, depth)
+    }
+
+    /// A walk with shortcuts takes a forward from `node` (locked), `depth` below it: counts it
+    /// while every forward since the last link was the deepest of its table.
+    @inline(__always)
+    private static func noteForward(
+        from node: FutureStorage<Value>,
+        depth: Int32,
+        _ from: inout FutureStorage<Value>?,
+        _ fromDepth: inout Int32,
+        _ count: inout Int
+    ) {
+        guard let entry = node.extras?.forward?.entry(at: depth), entry.deepest else {
+            count = 0
+            from = nil
+            return
+        }
+        if count == 0 {
+            from = node
+            fromDepth = depth
+        }
+        count += 1
+    }
+
+    /// Records at `from` that `target` holds the state from `depth` below it on (see
+    /// ``MergeForwards``), unless `from` has been merged meanwhile (caller holds the adoption lock,
+    /// so nothing else changes the tables on the way).
+    private static func addShortcut(from: FutureStorage<Value>, at depth: Int32, to target: FutureStorage<Value>) {
+        let lock = LockTable.acquire(from)
+        if from.phase != .linked, let forward = from.extras?.forward { forward.addShortcut(at: depth, target: target) }
+        LockTable.release(lock)
     }
 
     /// Points the linked futures of one run (`first`, then `rest`, each with the walk's depth

@@ -50,6 +50,9 @@ final class ThreadContext {
 
     /// How many waits the cycle checks made on this thread have followed (for tests of their cost).
     @exclusivity(unchecked) var cycleStepsWalked = 0
+    /// How many futures past the first the walks along merge links and forwards made on this
+    /// thread have passed (for tests of their cost).
+    @exclusivity(unchecked) var mergeStepsWalked = 0
 
     /// True while cancellation-token handlers run on this thread; handlers of tokens they cancel (or
     /// make immortal) in turn queue up instead of recursing.

@@ -379,7 +379,7 @@ extension FutureStorage {
             extras.onProgressDemand = demand
         }
         if let forward = target.extras?.forward {
-            extras.forward = MergeForward(depth: forward.depth + depth, target: forward.target)
+            extras.forward = MergeForwards(shifting: forward, by: depth)
         }
         extras.depth = depth + (target.extras?.depth ?? 0)
         let progressChange = composeProgressOnMerge(with: target)
@@ -404,7 +404,7 @@ extension FutureStorage {
     /// Splits this pending future's merge set at `depth` (both futures' locks held, and the adoption
     /// lock): `state`, new, takes over what belongs to the futures merged at `depth` and below (the
     /// right to complete, the future waited on, upstream, their cancel handlers, a join's progress
-    /// source, the progress relation below `depth`, forwards further down), and this future waits
+    /// source, the progress relation below `depth`), and this future waits
     /// on it, as if it had never merged them. Walks that come through links from `depth` or below
     /// follow the forward recorded here to `state`. The old upstream moves into `keepUpstream`.
     final func splitLocked(
@@ -431,10 +431,10 @@ extension FutureStorage {
         }
         extras.cancelHandlers = kept
         swap(&moved.onProgressDemand, &extras.onProgressDemand)
-        if let forward = extras.forward {
-            moved.forward = MergeForward(depth: forward.depth - depth, target: forward.target)
-        }
-        moved.depth = extras.depth - depth
+        // The new future holds the depths from `depth` down to this one's shallowest threshold, if
+        // it has one: the deeper ones stay where this one's table sends them, and the table stays
+        // here (see ``MergeForwards``).
+        moved.depth = (extras.forward.map { $0.shallowest - 1 } ?? extras.depth) - depth
         moved.upstreamKey = extras.upstreamKey ?? RegistrationKey(self)
         state.consumesUpstream = consumesUpstream
         state.setFlag(StorageFlags.waitMayChange, flag(StorageFlags.waitMayChange))
@@ -465,7 +465,11 @@ extension FutureStorage {
             moved.progressRelation = below
             extras.progressRelation = above
         }
-        extras.forward = MergeForward(depth: depth, target: state)
+        if let forward = extras.forward {
+            forward.addSplit(at: depth, target: state)
+        } else {
+            extras.forward = MergeForwards(depth: depth, target: state)
+        }
         extras.depth = depth - 1
         let change = waitLocked(on: state, token: CompleterToken(), finishing: depth - 1, keepUpstream: &keepUpstream)
         if let unfollow { return (change?.changed, change?.observers ?? [], change?.refollow ?? false, unfollow) }

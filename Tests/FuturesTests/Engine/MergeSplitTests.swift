@@ -1,4 +1,5 @@
 import Dispatch
+import FuturesModel
 import FuturesTestSupport
 import Testing
 @testable import Futures
@@ -201,6 +202,94 @@ struct MergeSplitTests {
             #expect(middle.progress == 0.75)
         }
         #expect(top.progress == 0.875)
+    }
+
+    // MARK: Cost
+
+    /// A merge set `levels` deep: each promise's future adopts the next one's.
+    static func mergeSet(_ levels: Int) -> [Promise<Int>] {
+        let promises = (0...levels).map { _ in Promise<Int>() }
+        for level in 0..<levels { #expect(promises[level].complete(with: promises[level + 1].future)) }
+        return promises
+    }
+
+    /// The futures the walks along links and forwards on this thread pass while `body` runs.
+    static func mergeSteps(_ body: () -> Void) -> Int {
+        let context = ThreadContext.current.takeUnretainedValue()
+        let before = context.mergeStepsWalked
+        body()
+        return context.mergeStepsWalked - before
+    }
+
+    /// Splitting from the top down: each split happens below the last, and every walk reaches it
+    /// through a shortcut the walk before it recorded, not through all the splits above it (which
+    /// made 3,000 splits pass about 13 million futures).
+    @Test func splittingTopDownWalksAFewFuturesPerSplit() {
+        let levels = 3_000
+        let promises = Self.mergeSet(levels)
+        var later: [Future<Int>] = []
+        let steps = Self.mergeSteps {
+            for level in 1...levels { later.append(promises[level].future.map(on: .immediate) { $0 }) }
+        }
+        #expect(steps <= 12 * levels, "\(steps) futures passed for \(levels) splits")
+        let completing = Self.mergeSteps { #expect(promises[levels].succeed(7)) }
+        #expect(completing <= 12 * levels, "\(completing) futures passed completing \(levels) levels")
+        #expect(later.allSatisfy { $0.outcome?.value == 7 })
+        #expect(promises[0].future.outcome?.value == 7)
+    }
+
+    /// Splitting from the bottom up, then completing: each level's wait finishes the level above
+    /// through the first future's table in one step, not through every split below it.
+    @Test func completingASetSplitBottomUpWalksAFewFuturesPerLevel() {
+        let levels = 3_000
+        let promises = Self.mergeSet(levels)
+        var later: [Future<Int>] = []
+        let splitting = Self.mergeSteps {
+            for level in stride(from: levels, through: 1, by: -1) {
+                later.append(promises[level].future.map(on: .immediate) { $0 })
+            }
+        }
+        #expect(splitting <= 12 * levels, "\(splitting) futures passed for \(levels) splits")
+        let completing = Self.mergeSteps { #expect(promises[levels].succeed(8)) }
+        #expect(completing <= 12 * levels, "\(completing) futures passed completing \(levels) levels")
+        #expect(later.allSatisfy { $0.outcome?.value == 8 })
+        #expect(promises[0].future.outcome?.value == 8)
+    }
+
+    /// Splits in a shuffled order, then the top is cancelled: the top ends cancelled, every level
+    /// with a consumer of its own stays pending (its consumer still needs it), and completing the
+    /// bottom reaches every one of them.
+    @Test func splitsInAnyOrderThenCancellingTheTopLeavesTheLevelsWithConsumers() {
+        var generator = SeededRandom(seed: 42)
+        for round in 0..<20 {
+            let levels = 200
+            let promises = Self.mergeSet(levels)
+            var order = Array(1...levels)
+            order.shuffle(using: &generator)
+            var later: [Int: Future<Int>] = [:]
+            for level in order.prefix(levels / 2) { later[level] = promises[level].future.map(on: .immediate) { $0 } }
+            #expect(promises[0].future.cancel())
+            #expect(promises[0].future.outcome?.isCancelled == true)
+            #expect(later.values.allSatisfy { $0.isPending })
+            #expect(promises[levels].succeed(round))
+            for (level, future) in later { #expect(future.outcome?.value == round, "level \(level)") }
+        }
+    }
+
+    /// Splits in a shuffled order, then completion at the bottom: every level gets the value.
+    @Test func splitsInAnyOrderThenCompletionReachEveryLevel() {
+        var generator = SeededRandom(seed: 7)
+        for round in 0..<20 {
+            let levels = 200
+            let promises = Self.mergeSet(levels)
+            var order = Array(1...levels)
+            order.shuffle(using: &generator)
+            var later: [Future<Int>] = []
+            for level in order { later.append(promises[level].future.map(on: .immediate) { $0 }) }
+            #expect(promises[levels].succeed(round))
+            #expect(later.allSatisfy { $0.outcome?.value == round })
+            #expect(promises[0].future.outcome?.value == round)
+        }
     }
 
     // MARK: Lifetimes

@@ -1,0 +1,66 @@
+import Benchmark
+import Futures
+
+// MARK: (k) splitting a merge set: a consumer arrives on every future merged into one state
+
+/// A merge set `levels` deep: each promise's future adopts the next one's, which has no consumer,
+/// so all of them share the state of the first.
+func mergeSet(_ levels: Int) -> [Promise<Int>] {
+    let promises = (0...levels).map { _ in Promise<Int>() }
+    for level in 0..<levels { precondition(promises[level].complete(with: promises[level + 1].future)) }
+    return promises
+}
+
+func scenarioK() {
+    // One iteration registers 20,000 consumers (maps), one on each future of a set of 20,000, from
+    // the top down: each splits the set once more. The baseline registers the same maps on a plain
+    // chain of 20,000 pending maps.
+    let configuration = Benchmark.Configuration(metrics: timeMetrics, maxDuration: .seconds(10), maxIterations: 20)
+    let levels = 20_000
+
+    Benchmark("k.split a set of 20,000 top-down [20,000 consumers] futures", configuration: configuration) { benchmark in
+        for _ in benchmark.scaledIterations {
+            let promises = mergeSet(levels)
+            var later: [Future<Int>] = []
+            later.reserveCapacity(levels)
+            measure(benchmark) {
+                for level in 1...levels { later.append(promises[level].future.map(on: .immediate) { $0 }) }
+            }
+            precondition(promises[levels].succeed(1))
+            precondition(later.allSatisfy { $0.outcome?.value == 1 })
+        }
+    }
+
+    // From the bottom up; the measurement includes completing the set, which then finishes every
+    // level through the first future's table.
+    Benchmark("k.split a set of 20,000 bottom-up, then complete [20,000 consumers] futures", configuration: configuration) { benchmark in
+        for _ in benchmark.scaledIterations {
+            let promises = mergeSet(levels)
+            var later: [Future<Int>] = []
+            later.reserveCapacity(levels)
+            measure(benchmark) {
+                for level in stride(from: levels, through: 1, by: -1) {
+                    later.append(promises[level].future.map(on: .immediate) { $0 })
+                }
+                precondition(promises[levels].succeed(2))
+            }
+            precondition(later.allSatisfy { $0.outcome?.value == 2 })
+        }
+    }
+
+    Benchmark("k.consumers on a chain of 20,000 pending maps [20,000 consumers] futures", configuration: configuration) { benchmark in
+        for _ in benchmark.scaledIterations {
+            let source = Promise<Int>()
+            var chain: [Future<Int>] = [source.future]
+            chain.reserveCapacity(levels + 1)
+            for _ in 0..<levels { chain.append(chain[chain.count - 1].map(on: .immediate) { $0 }) }
+            var later: [Future<Int>] = []
+            later.reserveCapacity(levels)
+            measure(benchmark) {
+                for level in 1...levels { later.append(chain[level].map(on: .immediate) { $0 }) }
+            }
+            precondition(source.succeed(3))
+            precondition(later.allSatisfy { $0.outcome?.value == 3 })
+        }
+    }
+}
