@@ -200,16 +200,21 @@ let adoptionLock = Lock()
 extension FutureStorage {
     /// Splits the set this future is merged into, at this future's depth, unless it holds its own
     /// state already or the set has completed.
-    @usableFromInline @inline(never)
-    final func split() {
+    ///
+    /// - Returns: the future that holds this one's state at depth 0 from now on, if this call split
+    ///   the set (a future's depth 0 never moves again); `nil` if it found nothing to split.
+    @usableFromInline @inline(never) @discardableResult
+    final func split() -> FutureStorage<Value>? {
         var keepAlive: [AnyObject] = []
-        let split: (FutureStorage<Value>, ProgressChange?)? = adoptionLock.withLock {
+        let split: (FutureStorage<Value>, FutureStorage<Value>, ProgressChange?)? = adoptionLock.withLock {
             let (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive, shortcuts: true)
-            guard depth > 0, let (_, change) = Self.split(root, at: depth, keepAlive: &keepAlive) else { return nil }
-            return (root, change)
+            guard depth > 0, let (state, change) = Self.split(root, at: depth, keepAlive: &keepAlive) else { return nil }
+            return (root, state, change)
         }
         releaseOutsideLock(keepAlive)
-        if let (root, change) = split, let change { root.progressSplit(change) }
+        guard let (root, state, change) = split else { return nil }
+        if let change { root.progressSplit(change) }
+        return state
     }
 
     /// Splits `root`'s set at `depth` if `root` is pending (caller holds the adoption lock): returns

@@ -83,12 +83,19 @@ extension FutureStorage {
     /// its own (depth 0), or the future holding it has completed (it then has this one's outcome).
     @usableFromInline @inline(never)
     final func lockedOwnRoot() -> FutureStorage<Value> {
-        while true {
-            let (root, depth) = lockedRoot()
-            if depth == 0 || root.phase != .pending { return root }
+        var (root, depth) = lockedRoot()
+        while depth > 0 && root.phase == .pending {
             LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
-            split()
+            // The future the split made holds this one's state at depth 0 for good (only a merge
+            // could move it, and a future that something waits on is never merged).
+            if let state = split() {
+                let lock = LockTable.acquire(state)
+                if state.phase != .linked { return state }
+                LockTable.release(lock)
+            }
+            (root, depth) = lockedRoot()
         }
+        return root
     }
 
     /// The future that holds this one's state for a consumer's call (see ``lockedOwnRoot()``).
@@ -215,7 +222,10 @@ extension FutureStorage {
             }
             // The caller holds the start; a future further on may lose its last other reference
             // to a concurrent compression, and is released after the caller's locks.
-            if node !== self { garbage.append(node) }
+            if node !== self {
+                if garbage.capacity == 0 { garbage.reserveCapacity(4) }  // one allocation for a short walk
+                garbage.append(node)
+            }
             node = next.0
             depth = next.depth
             lock = LockTable.acquire(node)
