@@ -161,6 +161,7 @@ let benchmarks: @Sendable () -> Void = {
     scenarioI()
     scenarioJ()
     scenarioK()
+    scenarioL()
 }
 
 // MARK: (a) a pending future, one callback on a serial queue, completed from another queue

@@ -1,4 +1,5 @@
 import Benchmark
+import Dispatch
 import Futures
 
 // MARK: (k) splitting a merge set: a consumer arrives on every future merged into one state
@@ -62,5 +63,59 @@ func scenarioK() {
             precondition(source.succeed(3))
             precondition(later.allSatisfy { $0.outcome?.value == 3 })
         }
+    }
+}
+
+// MARK: (l) adopting on two threads at once
+
+/// Adoptions per thread in scenario l.
+let adoptionsPerThread = 100_000
+
+func scenarioL() {
+    let configuration = Benchmark.Configuration(metrics: timeMetrics, maxDuration: .seconds(5), maxIterations: 50)
+
+    // Two threads, each completing 100,000 promises with an already completed future (what a
+    // `flatMap` returning `Future(value:)` does): no global lock on this path.
+    Benchmark("l.two threads adopt completed futures [200k adoptions] futures", configuration: configuration) { benchmark in
+        let promises = (0..<2).map { _ in (0..<adoptionsPerThread).map { _ in Promise<Int>() } }
+        let inner = Future(value: 1)
+        let group = DispatchGroup()
+        measure(benchmark) {
+            for (thread, queue) in [completerQueue, completerQueue2].enumerated() {
+                queue.async(group: group) {
+                    for promise in promises[thread] { precondition(promise.complete(with: inner)) }
+                }
+            }
+            group.wait()
+        }
+    }
+
+    // The same with pending inner futures, each merged into its adopter: every such adoption takes
+    // the one adoption lock, so the two threads take turns.
+    Benchmark("l.two threads adopt pending futures [200k adoptions] futures", configuration: configuration) { benchmark in
+        let promises = (0..<2).map { _ in (0..<adoptionsPerThread).map { _ in Promise<Int>() } }
+        let inners = (0..<2).map { _ in (0..<adoptionsPerThread).map { _ in Promise<Int>() } }
+        let group = DispatchGroup()
+        measure(benchmark) {
+            for (thread, queue) in [completerQueue, completerQueue2].enumerated() {
+                queue.async(group: group) {
+                    for (promise, inner) in zip(promises[thread], inners[thread]) {
+                        precondition(promise.complete(with: inner.future))
+                    }
+                }
+            }
+            group.wait()
+        }
+        withExtendedLifetime(inners) {}
+    }
+
+    // The pending case on one thread, 200,000 adoptions: what the lock costs without a second thread.
+    Benchmark("l.one thread adopts pending futures [200k adoptions] futures", configuration: configuration) { benchmark in
+        let promises = (0..<(2 * adoptionsPerThread)).map { _ in Promise<Int>() }
+        let inners = (0..<(2 * adoptionsPerThread)).map { _ in Promise<Int>() }
+        measure(benchmark) {
+            for (promise, inner) in zip(promises, inners) { precondition(promise.complete(with: inner.future)) }
+        }
+        withExtendedLifetime(inners) {}
     }
 }
