@@ -86,10 +86,11 @@ extension FutureStorage {
         var splitRoot: FutureStorage<Value>?
         var splitChange: ProgressChange?
         let plan: AdoptionPlan = adoptionLock.withLock {
-            let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &keepAlive, shortcuts: true)
+            let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &keepAlive)
             root = adopter
             var targetDepth: Int32
-            (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive, shortcuts: true)
+            var path = ForwardPath()
+            (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive, path: &path)
             if target !== adopter, targetDepth > 0 {
                 // A refused adoption splits nothing (checked again below, under both locks).
                 let lock = LockTable.acquire(adopter)
@@ -98,6 +99,7 @@ extension FutureStorage {
                 if let refusal { return refusal }
             }
             if target !== adopter, targetDepth > 0, let (state, change) = Self.split(target, at: targetDepth, keepAlive: &keepAlive) {
+                Self.recordSplit(state, path: path, at: target, depth: targetDepth)
                 splitRoot = target
                 splitChange = change
                 target = state
@@ -207,8 +209,10 @@ extension FutureStorage {
     final func split() -> FutureStorage<Value>? {
         var keepAlive: [AnyObject] = []
         let split: (FutureStorage<Value>, FutureStorage<Value>, ProgressChange?)? = adoptionLock.withLock {
-            let (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive, shortcuts: true)
+            var path = ForwardPath()
+            let (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive, path: &path)
             guard depth > 0, let (state, change) = Self.split(root, at: depth, keepAlive: &keepAlive) else { return nil }
+            Self.recordSplit(state, path: path, at: root, depth: depth)
             return (root, state, change)
         }
         releaseOutsideLock(keepAlive)

@@ -101,17 +101,18 @@ struct CancelHandler {
 /// continues at the entry with the largest threshold not above `d`, `d` minus that threshold below
 /// it; a walk shallower than every threshold stays at the owner.
 ///
-/// Entries come two ways, each at one end, so neither ever moves the others:
+/// Entries come two ways:
 /// - a split of the owner itself, at a depth shallower than every threshold it has (a walk only
 ///   stops at the owner above them), goes first (`shallow`, kept deepest first);
-/// - a shortcut, found by a walk under the adoption lock that went from the owner through two or
-///   more forwards, each the deepest of its table, to the future holding its state: that future
-///   holds every depth from its threshold down (as far as its own table says), so the owner can go
-///   there directly. It is deeper than every threshold the owner has and goes last (`deep`, kept
-///   shallowest first).
+/// - a split further down, reached from the owner through its forwards by a walk under the
+///   adoption lock: the new future goes into the owner's table too, at the walk's depth there, if
+///   it holds everything from there to the end of the owner's entry the walk took (no entry on the
+///   way ended sooner; see ``FutureStorage/recordSplit(_:path:at:depth:)``). Most of these are
+///   deeper than every threshold (a set split from the top down) and go last (`deep`, kept
+///   shallowest first); others go between two, moving the entries after them.
 ///
-/// Splitting top-down then costs a binary search per walk instead of a walk through every earlier
-/// split, and completing a set split bottom-up finds each level's holder the same way. Targets are
+/// A walk from the owner then takes one forward, or a few, found by binary search, whatever order
+/// the set was split in, instead of a walk through every earlier split. Targets are
 /// stored as `AnyObject` (always `FutureStorage<Value>`): the walk runs unspecialised in clients,
 /// and an array of a generic class would ask the runtime for its metadata.
 @usableFromInline
@@ -140,9 +141,10 @@ final class MergeForwards<Value: Sendable> {
     @inlinable var deepest: Int32 { deepDepths.last ?? shallowDepths[0] }
 
     /// The entry a walk at `depth` below the owner follows: its target, the walk's depth below it,
-    /// and whether it is the deepest entry; `nil` if `depth` is shallower than every threshold.
+    /// and the next deeper threshold (`Int32.max` if it is the deepest entry), where the entry's
+    /// range ends; `nil` if `depth` is shallower than every threshold.
     @inlinable
-    func entry(at depth: Int32) -> (target: FutureStorage<Value>, depth: Int32, deepest: Bool)? {
+    func entry(at depth: Int32) -> (target: FutureStorage<Value>, depth: Int32, next: Int32)? {
         if let first = deepDepths.first, first <= depth {
             // The last threshold not above `depth` among the deep ones, which ascend.
             var low = 0, high = deepDepths.count - 1
@@ -151,7 +153,8 @@ final class MergeForwards<Value: Sendable> {
                 if deepDepths[middle] <= depth { low = middle } else { high = middle - 1 }
             }
             let target = unsafeDowncast(deepTargets[low], to: FutureStorage<Value>.self)
-            return (target, depth - deepDepths[low], low == deepDepths.count - 1)
+            let next = low + 1 < deepDepths.count ? deepDepths[low + 1] : Int32.max
+            return (target, depth - deepDepths[low], next)
         }
         guard let shallowest = shallowDepths.last, shallowest <= depth else { return nil }
         // The first threshold not above `depth` among the shallow ones, which descend.
@@ -161,7 +164,8 @@ final class MergeForwards<Value: Sendable> {
             if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
         }
         let target = unsafeDowncast(shallowTargets[low], to: FutureStorage<Value>.self)
-        return (target, depth - shallowDepths[low], low == 0 && deepDepths.isEmpty)
+        let next = low > 0 ? shallowDepths[low - 1] : deepDepths.first ?? Int32.max
+        return (target, depth - shallowDepths[low], next)
     }
 
     /// Records a split of the owner at `depth`, shallower than every threshold.
@@ -173,14 +177,28 @@ final class MergeForwards<Value: Sendable> {
         _checkInvariants()
     }
 
-    /// Records a shortcut to `target`, which holds the state from `depth` on; ignored unless it is
-    /// deeper than every threshold.
+    /// Records that `target`, split off further down, holds the state from `depth` on, up to the
+    /// next threshold (the caller checked that); ignored if the table has that threshold already.
     @usableFromInline
-    func addShortcut(at depth: Int32, target: FutureStorage<Value>) {
-        guard depth > deepest else { return }
-        deepDepths.append(depth)
-        deepTargets.append(target)
-        _checkInvariants()
+    func addSplitBelow(at depth: Int32, target: FutureStorage<Value>) {
+        defer { _checkInvariants() }
+        if depth > deepest {
+            deepDepths.append(depth)
+            deepTargets.append(target)
+            return
+        }
+        guard depth > shallowest else { return }
+        if let first = deepDepths.first, depth >= first {
+            let index = deepDepths.firstIndex { $0 >= depth }!
+            guard deepDepths[index] != depth else { return }
+            deepDepths.insert(depth, at: index)
+            deepTargets.insert(target, at: index)
+        } else {
+            let index = shallowDepths.firstIndex { $0 <= depth }!
+            guard shallowDepths[index] != depth else { return }
+            shallowDepths.insert(depth, at: index)
+            shallowTargets.insert(target, at: index)
+        }
     }
 
     /// In debug builds, traps unless the thresholds are in order: the shallow ones descend, the
@@ -202,6 +220,21 @@ final class MergeForwards<Value: Sendable> {
         precondition(shallowest > 0, "a threshold at the owner's own depth")
         #endif
     }
+}
+
+/// The forwards a walk under the adoption lock followed after its last link: the future where it
+/// took the first (`head`), its depth there, where that entry's range ends (`headEnd`, in the
+/// head's depths; `Int64.max` for the deepest entry), how deep every entry taken since still
+/// reaches (`reach`, the same way), and how many it took. Not generic: the walk runs unspecialised.
+@usableFromInline
+struct ForwardPath {
+    @usableFromInline var head: AnyObject? = nil
+    @usableFromInline var headDepth: Int32 = 0
+    @usableFromInline var headEnd = Int64.max
+    @usableFromInline var reach = Int64.max
+    @usableFromInline var forwards = 0
+
+    @usableFromInline init() {}
 }
 
 /// Holds a future's outcome. It is a generic base class whose parameter is the outcome's own type

@@ -168,15 +168,33 @@ extension FutureStorage {
     /// Path compression points each linked future it passed at the end of its run of links: the
     /// next future that is not linked, with the depths added up. It never skips a future that
     /// holds a forward: whether a walk follows it depends on the depth the walk started from.
-    ///
-    /// With `shortcuts` (the caller holds the adoption lock, under which every split and merge
-    /// happens), a walk that went from one future through two or more forwards, each the deepest
-    /// of its table, records a shortcut there to the future it reached (see ``MergeForwards``).
+    @usableFromInline
+    final func rootAndDepth(
+        startingAt startDepth: Int32,
+        collecting garbage: inout [AnyObject]
+    ) -> (FutureStorage<Value>, depth: Int32) {
+        var path = ForwardPath()
+        return rootAndDepth(startingAt: startDepth, collecting: &garbage, path: &path, tracking: false)
+    }
+
+    /// ``rootAndDepth(startingAt:collecting:)`` for a walk under the adoption lock that may split
+    /// the future it reaches: `path` says which forwards it followed after its last link, so that
+    /// ``recordSplit(_:path:at:depth:)`` can put the new future in the first one's table.
     @usableFromInline
     final func rootAndDepth(
         startingAt startDepth: Int32,
         collecting garbage: inout [AnyObject],
-        shortcuts: Bool = false
+        path: inout ForwardPath
+    ) -> (FutureStorage<Value>, depth: Int32) {
+        rootAndDepth(startingAt: startDepth, collecting: &garbage, path: &path, tracking: true)
+    }
+
+    @inline(__always)
+    private final func rootAndDepth(
+        startingAt startDepth: Int32,
+        collecting garbage: inout [AnyObject],
+        path: inout ForwardPath,
+        tracking: Bool
     ) -> (FutureStorage<Value>, depth: Int32) {
         // Most walks start at the future that holds the state: one lock, nothing else. (The walk
         // runs unspecialised in clients, so it keeps to locals of fixed layout and takes locks by
@@ -197,13 +215,8 @@ extension FutureStorage {
         var firstDepth: Int32 = 0
         var rest: [AnyObject] = []
         var restDepths: [Int32] = []
-        // The forwards followed since the last link, if each was the deepest of its table: where
-        // the first was taken, the walk's depth there, and how many.
-        var forwardsFrom: FutureStorage<Value>? = nil
-        var forwardsDepth: Int32 = 0
-        var forwards = 0
         var steps = 1
-        if shortcuts, !linked { Self.noteForward(from: node, depth: depth, &forwardsFrom, &forwardsDepth, &forwards) }
+        if tracking, !linked { Self.noteForward(from: node, depth: depth, &path) }
         while true {
             LockTable.release(lock)
             if linked {
@@ -232,11 +245,11 @@ extension FutureStorage {
             linked = node.phase == .linked
             guard let step = node.nextInWalkLocked(depth: depth) else { break }
             steps += 1
-            if shortcuts {
+            if tracking {
                 if linked {
-                    forwards = 0
+                    path = ForwardPath()
                 } else {
-                    Self.noteForward(from: node, depth: depth, &forwardsFrom, &forwardsDepth, &forwards)
+                    Self.noteForward(from: node, depth: depth, &path)
                 }
             }
             next = step
@@ -246,38 +259,43 @@ extension FutureStorage {
         if let passed = first {
             Self.compress(passed, firstDepth, rest, restDepths, to: node, depth: depth, garbage: &garbage)
         }
-        if forwards >= 2, let from = forwardsFrom { Self.addShortcut(from: from, at: forwardsDepth - depth, to: node) }
         return (node, depth)
     }
 
-    /// A walk with shortcuts takes a forward from `node` (locked), `depth` below it: counts it
-    /// while every forward since the last link was the deepest of its table.
+    /// A walk that tracks its path takes a forward from `node` (locked), `depth` below it.
     @inline(__always)
-    private static func noteForward(
-        from node: FutureStorage<Value>,
-        depth: Int32,
-        _ from: inout FutureStorage<Value>?,
-        _ fromDepth: inout Int32,
-        _ count: inout Int
-    ) {
-        guard let entry = node.extras?.forward?.entry(at: depth), entry.deepest else {
-            count = 0
-            from = nil
-            return
+    private static func noteForward(from node: FutureStorage<Value>, depth: Int32, _ path: inout ForwardPath) {
+        guard let entry = node.extras?.forward?.entry(at: depth) else { return }
+        let next = entry.next == Int32.max ? Int64.max : Int64(entry.next)
+        if path.forwards == 0 {
+            path.head = node
+            path.headDepth = depth
+            path.headEnd = next
+            path.reach = next
+        } else if next != Int64.max {
+            // This node is `headDepth - depth` below the head.
+            path.reach = min(path.reach, Int64(path.headDepth) - Int64(depth) + next)
         }
-        if count == 0 {
-            from = node
-            fromDepth = depth
-        }
-        count += 1
+        path.forwards += 1
     }
 
-    /// Records at `from` that `target` holds the state from `depth` below it on (see
-    /// ``MergeForwards``), unless `from` has been merged meanwhile (caller holds the adoption lock,
-    /// so nothing else changes the tables on the way).
-    private static func addShortcut(from: FutureStorage<Value>, at depth: Int32, to target: FutureStorage<Value>) {
-        let lock = LockTable.acquire(from)
-        if from.phase != .linked, let forward = from.extras?.forward { forward.addShortcut(at: depth, target: target) }
+    /// After `holder`, reached by a walk along `path`, split at `depth` into `state` (caller holds
+    /// the adoption lock, under which every split and merge happens): records `state` in the table
+    /// of the walk's first forward, if `state` holds everything from the walk's depth there to that
+    /// entry's end (no entry on the way ended sooner), so that later walks go there directly. A set
+    /// split in any order then keeps its head's table complete, and each walk takes one forward
+    /// from it, or a few.
+    static func recordSplit(_ state: FutureStorage<Value>, path: ForwardPath, at holder: FutureStorage<Value>, depth: Int32) {
+        guard path.forwards > 0, let head = path.head else { return }
+        let head_ = unsafeDowncast(head, to: FutureStorage<Value>.self)
+        // Where `state`'s part ends: the holder's next threshold after `depth` (its shallowest
+        // before this split), in the head's depths.
+        let next = LockTable.withLock(holder) { holder.extras?.forward?.entry(at: depth)?.next ?? Int32.max }
+        var end = path.reach
+        if next != Int32.max { end = min(end, Int64(path.headDepth) - Int64(depth) + Int64(next)) }
+        guard end == path.headEnd else { return }
+        let lock = LockTable.acquire(head_)
+        if head_.phase != .linked, let forward = head_.extras?.forward { forward.addSplitBelow(at: path.headDepth, target: state) }
         LockTable.release(lock)
     }
 

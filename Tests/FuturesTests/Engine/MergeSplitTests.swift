@@ -255,6 +255,29 @@ struct MergeSplitTests {
         #expect(promises[0].future.outcome?.value == 8)
     }
 
+    /// Splitting from the outside in (the deepest level, then the shallowest, then the deepest
+    /// left, ...): each walk takes the entry of a shallower split first, and a shortcut between two
+    /// thresholds keeps the next walk as short.
+    @Test func splittingFromTheOutsideInWalksAFewFuturesPerSplit() {
+        let levels = 2_000
+        let promises = Self.mergeSet(levels)
+        var order: [Int] = []
+        var (low, high) = (1, levels)
+        while low <= high {
+            order.append(high)
+            if low < high { order.append(low) }
+            (low, high) = (low + 1, high - 1)
+        }
+        var later: [Future<Int>] = []
+        let splitting = Self.mergeSteps {
+            for level in order { later.append(promises[level].future.map(on: .immediate) { $0 }) }
+        }
+        #expect(splitting <= 12 * levels, "\(splitting) futures passed for \(levels) splits")
+        let completing = Self.mergeSteps { #expect(promises[levels].succeed(9)) }
+        #expect(completing <= 12 * levels, "\(completing) futures passed completing \(levels) levels")
+        #expect(later.allSatisfy { $0.outcome?.value == 9 })
+    }
+
     /// Splits in a shuffled order, then the top is cancelled: the top ends cancelled, every level
     /// with a consumer of its own stays pending (its consumer still needs it), and completing the
     /// bottom reaches every one of them.
@@ -284,7 +307,10 @@ struct MergeSplitTests {
             var order = Array(1...levels)
             order.shuffle(using: &generator)
             var later: [Future<Int>] = []
-            for level in order { later.append(promises[level].future.map(on: .immediate) { $0 }) }
+            let splitting = Self.mergeSteps {
+                for level in order { later.append(promises[level].future.map(on: .immediate) { $0 }) }
+            }
+            #expect(splitting <= 12 * levels, "\(splitting) futures passed for \(levels) splits")
             #expect(promises[levels].succeed(round))
             #expect(later.allSatisfy { $0.outcome?.value == round })
             #expect(promises[0].future.outcome?.value == round)
