@@ -98,6 +98,8 @@ let package = Package(
             dependencies: ["Futures", "CHeapStatistics"],
             path: "Tests/DepthCheck"
         ),
+        // A command-line tool's top-level code that waits for futures, run by the tests.
+        .executableTarget(name: "futures-waitscript", dependencies: ["Futures"], path: "Tests/WaitScript"),
         // Random programs over the public API, a sequential model of the rules to check them
         // against, and a runner that executes them on several threads (the model-based tests and
         // the soak run).
@@ -108,7 +110,7 @@ let package = Package(
             name: "FuturesTests",
             dependencies: [
                 "Futures", "FuturesTestSupport", "FuturesTestHelpers", "FuturesModel", "futures-leakcheck",
-                "futures-depthcheck",
+                "futures-depthcheck", "futures-waitscript",
             ]
         ),
         // Runs the built `futures-demo` as a subprocess.
