@@ -1,5 +1,6 @@
 import Foundation
 import FuturesTestSupport
+import FuturesTestHelpers
 import Testing
 import Futures
 
@@ -37,21 +38,21 @@ struct ConveniencesTests {
     }
 
     @Test func futureErrorsMatchInOneLine() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let clock = ManualClock()
         let never = Promise<Int>()
         let slow = never.future.timeout(after: .seconds(1), clock: clock)
         clock.advance(by: .seconds(1))
-        // An outcome:
-        let outcome = await slow.result
-        #expect({ if case .failure(FutureError.timedOut) = outcome { true } else { false } }())
-        // A thrown error, in a test and in a catch clause:
-        await #expect(throws: FutureError.timedOut) { try await slow.value }
+        // The README's three forms: a catch clause, an outcome, a test.
         do {
             _ = try await slow.value
-            Issue.record("expected a timeout")
         } catch FutureError.timedOut {
-            // the one line
+            print("too slow")
         }
+        if case .failure(FutureError.timedOut) = await slow.result { print("too slow") }
+        await #expect(throws: FutureError.timedOut) { try await slow.value }
+        #expect(printed.all == ["too slow", "too slow"])
         // A case with associated values, without them:
         let broken = Future<Int> { _ in }
         #expect({ if case .failure(FutureError.brokenPromise) = broken.outcome { true } else { false } }())

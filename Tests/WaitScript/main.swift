@@ -7,7 +7,7 @@ import Futures
 
 // The first attempt of a script: the `map` step runs on the main queue.
 let answer = try Future(value: 1).map { $0 + 1 }.wait()
-print(answer)
+print(answer)   // 2
 
 // Completed later, on another thread, then a step on the main queue.
 let later = try Future(on: .global()) { 20 }.map { $0 * 2 }.wait()
