@@ -1,15 +1,22 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 // Platforms without Apple's Combine, where FuturesCombine builds on OpenCombine instead.
 let withoutCombine: [Platform] = [.linux, .android, .windows, .wasi, .openbsd]
 
+// What a client resolves. SwiftPM resolves a dependency package's dependencies only when a target
+// that one of its declared products needs uses them, under the traits the client enabled. So:
+// - `Futures`, `FuturesTestSupport` and `FuturesURLSession` need no other package: a client of them
+//   alone clones this package and nothing else.
+// - `FuturesNIO` needs SwiftNIO, and `FuturesCombine` needs OpenCombine where Combine is missing;
+//   each only under the trait of its name, which its clients enable on their `.package` line.
+//   Without it the bridge's module is empty.
+// - The demo (`futures-demo`) is not a declared product: SwiftPM makes one for an executable target
+//   of the root package only, so `swift run futures-demo` works here and no client resolves
+//   swift-argument-parser or swift-crypto. The tests' own dependencies are never a client's.
 var dependencies: [Package.Dependency] = [
-    // Only the bridge products use these: a client that uses only `Futures` (or
-    // `FuturesTestSupport`) does not build them (SwiftPM still resolves them with the graph).
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
-    // Only the demo uses these.
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
 ]
@@ -28,7 +35,13 @@ let package = Package(
         .library(name: "FuturesNIO", targets: ["FuturesNIO"]),
         .library(name: "FuturesCombine", targets: ["FuturesCombine"]),
         .library(name: "FuturesURLSession", targets: ["FuturesURLSession"]),
-        .executable(name: "futures-demo", targets: ["futures-demo"]),
+    ],
+    traits: [
+        .trait(name: "FuturesNIO", description: "The FuturesNIO bridge: futures to and from SwiftNIO's EventLoopFuture."),
+        .trait(
+            name: "FuturesCombine",
+            description: "The FuturesCombine bridge: futures to and from Combine publishers (OpenCombine where Combine is missing)."
+        ),
     ],
     dependencies: dependencies,
     targets: [
@@ -39,14 +52,17 @@ let package = Package(
         // Futures to and from SwiftNIO's EventLoopFuture, and an executor that runs on an event loop.
         .target(
             name: "FuturesNIO",
-            dependencies: ["Futures", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["Futures", .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["FuturesNIO"]))]
         ),
         // Futures to and from Combine publishers (OpenCombine where Combine is missing).
         .target(
             name: "FuturesCombine",
             dependencies: [
                 "Futures",
-                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: withoutCombine)),
+                .product(
+                    name: "OpenCombine", package: "OpenCombine",
+                    condition: .when(platforms: withoutCombine, traits: ["FuturesCombine"])
+                ),
             ]
         ),
         // URLSession calls as futures, with progress and cancellation.
@@ -82,6 +98,8 @@ let package = Package(
             dependencies: ["Futures", "CHeapStatistics"],
             path: "Tests/DepthCheck"
         ),
+        // A command-line tool's top-level code that waits for futures, run by the tests.
+        .executableTarget(name: "futures-waitscript", dependencies: ["Futures"], path: "Tests/WaitScript"),
         // Random programs over the public API, a sequential model of the rules to check them
         // against, and a runner that executes them on several threads (the model-based tests and
         // the soak run).
@@ -92,7 +110,7 @@ let package = Package(
             name: "FuturesTests",
             dependencies: [
                 "Futures", "FuturesTestSupport", "FuturesTestHelpers", "FuturesModel", "futures-leakcheck",
-                "futures-depthcheck",
+                "futures-depthcheck", "futures-waitscript",
             ]
         ),
         // Runs the built `futures-demo` as a subprocess.

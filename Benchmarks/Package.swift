@@ -10,7 +10,7 @@ let package = Package(
     name: "swift-futures-benchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "swift-futures", path: ".."),
+        .package(name: "swift-futures", path: "..", traits: ["FuturesNIO", "FuturesCombine"]),
         .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),

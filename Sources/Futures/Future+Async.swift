@@ -31,6 +31,34 @@ extension Future {
         self = promise.future
     }
 
+    /// Runs synchronous `work` in a new `Task`, as the asynchronous form does, so that
+    /// `Future { 42 }` and `Future { try work() }` read like `Future { try await work() }`.
+    ///
+    /// ```swift
+    /// let answer = Future { 42 }
+    /// ```
+    ///
+    /// The task runs on Swift's cooperative thread pool, which has a thread per core: give work
+    /// that blocks (reading files, waiting on locks) an executor instead, `Future(on: .global()) {
+    /// ... }`.
+    ///
+    /// - Parameters:
+    ///   - priority: the task's priority.
+    ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
+    ///   - work: the work; throwing `CancellationError` (or see ``CancellationIndicating``) cancels
+    ///     the future.
+    public init(
+        priority: TaskPriority? = nil,
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ work: @escaping @Sendable () throws -> Value
+    ) {
+        // Without this overload a synchronous closure matches `init(value:)` (a trailing closure
+        // may fill a labelled parameter), with the closure as the value.
+        self.init(priority: priority, file: file, line: line) { () async throws -> Value in try work() }
+    }
+
     /// Waits for the outcome without throwing, like `Task.result`.
     ///
     /// The waiting task is a consumer of the future. If the task is cancelled, it stops waiting,

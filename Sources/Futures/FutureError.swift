@@ -21,6 +21,11 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A custom executor released, without running it, the job that would have completed this
     /// future (an ``Executor`` must run every job it is given).
     case droppedJob
+    /// ``Future/wait()`` was called, on a pending future, where the jobs it may still need cannot run
+    /// while it blocks: in a job of a serial or custom executor, on the main queue inside one of its
+    /// jobs, or in a callback running inline in a completion. `await` the value or register a
+    /// callback there.
+    case blockingWait
 
     /// A one-line explanation.
     public var description: String {
@@ -34,6 +39,8 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidCallback: "invalid callback: a completion handler got neither a value nor an error"
         case .noValue: "no value: the source finished without producing a value"
         case .droppedJob: "dropped job: an executor released the job that would have completed this future without running it"
+        case .blockingWait:
+            "blocking wait: wait() was called where the future's callbacks may need to run (a job of a serial or custom executor, the main queue inside one of its jobs, or an inline callback); await the value or register a callback instead"
         }
     }
 }

@@ -188,3 +188,14 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
         storage.onCancel(handler)
     }
 }
+
+extension Promise where Value == Void {
+    /// Completes a `Promise<Void>`'s future: `succeed(())`, without the empty tuple.
+    ///
+    /// - Returns: `true` if this call completed the future.
+    @discardableResult
+    @inlinable
+    public func succeed() -> Bool {
+        succeed(())
+    }
+}

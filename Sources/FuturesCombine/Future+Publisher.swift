@@ -1,3 +1,5 @@
+// Built where Combine exists, or with the package trait FuturesCombine, which brings OpenCombine.
+#if canImport(Combine) || FuturesCombine
 #if canImport(Combine)
 import Combine
 #else
@@ -135,3 +137,4 @@ final class SubscriptionSlot: @unchecked Sendable {
         }
     }
 }
+#endif

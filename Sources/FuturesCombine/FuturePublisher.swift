@@ -1,3 +1,5 @@
+// Built where Combine exists, or with the package trait FuturesCombine, which brings OpenCombine.
+#if canImport(Combine) || FuturesCombine
 #if canImport(Combine)
 import Combine
 #else
@@ -148,3 +150,4 @@ protocol OutcomeReceiver<Value>: AnyObject, Sendable {
 extension FutureSubscription: CustomStringConvertible {
     var description: String { "Future" }
 }
+#endif

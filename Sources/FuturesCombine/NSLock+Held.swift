@@ -1,3 +1,5 @@
+// Built where Combine exists, or with the package trait FuturesCombine, which brings OpenCombine.
+#if canImport(Combine) || FuturesCombine
 import Foundation
 
 extension NSLock {
@@ -9,3 +11,4 @@ extension NSLock {
         return try body()
     }
 }
+#endif

@@ -1,3 +1,5 @@
+// Built with the package trait FuturesNIO, which brings SwiftNIO; without it the module is empty.
+#if FuturesNIO
 import Futures
 import NIOCore
 
@@ -40,3 +42,4 @@ extension Executor where Self == EventLoopExecutor {
         EventLoopExecutor(loop)
     }
 }
+#endif

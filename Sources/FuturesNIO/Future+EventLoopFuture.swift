@@ -1,3 +1,5 @@
+// Built with the package trait FuturesNIO, which brings SwiftNIO; without it the module is empty.
+#if FuturesNIO
 import Futures
 import NIOCore
 
@@ -74,3 +76,4 @@ extension Future {
         return promise.futureResult
     }
 }
+#endif

@@ -1,3 +1,5 @@
+// The bridge is built where Combine exists, or with the package trait FuturesCombine.
+#if canImport(Combine) || FuturesCombine
 #if canImport(Combine)
 import Combine
 #else
@@ -312,3 +314,4 @@ final class ProbeSubscription: Subscription, @unchecked Sendable {
         #expect(back.outcome?.value == "round")
     }
 }
+#endif

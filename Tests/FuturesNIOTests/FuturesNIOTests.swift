@@ -1,3 +1,5 @@
+// The bridge is built with the package trait FuturesNIO: `swift test --traits FuturesNIO`.
+#if FuturesNIO
 import Foundation
 import FuturesTestHelpers
 import Futures
@@ -175,3 +177,4 @@ struct Boom: Error, Equatable {}
         try await group.shutdownGracefully()
     }
 }
+#endif

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import FuturesTestHelpers
 import Testing
 import FuturesTestSupport
 @testable import Futures
@@ -138,25 +139,16 @@ struct ExecutorTests {
 
     /// The Executors article's example, as written, then the same order checked.
     @Test func anImmediateCallbackThatCompletesAPromiseRunsItsCallbacksAfterReturning() {
-        do {
-            let first = Promise<Int>()
-            let second = Promise<Int>()
-            second.future.whenSuccess(on: .immediate) { _ in print("2: second's callback") }
-            first.future.whenSuccess(on: .immediate) { _ in
-                second.succeed(2)   // queues second's callback: it runs once this callback returns
-                print("1: still in first's callback")
-            }
-            first.succeed(1)   // prints 1, then 2
-        }
-        let order = Recorder<String>()
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let first = Promise<Int>()
         let second = Promise<Int>()
-        second.future.whenSuccess(on: .immediate) { _ in order.append("second's callback") }
+        second.future.whenSuccess(on: .immediate) { _ in print("2: second's callback") }
         first.future.whenSuccess(on: .immediate) { _ in
-            second.succeed(2)
-            order.append("still in first's callback")
+            second.succeed(2)   // queues second's callback: it runs once this callback returns
+            print("1: still in first's callback")
         }
-        first.succeed(1)
-        #expect(order.all == ["still in first's callback", "second's callback"])
+        first.succeed(1)   // prints 1, then 2
+        #expect(printed.all == ["1: still in first's callback", "2: second's callback"])
     }
 }

@@ -1,16 +1,33 @@
 #if canImport(Combine)
 import Combine
-#else
+#elseif FuturesCombine
 import OpenCombine
 #endif
 import Futures
+#if canImport(Combine) || FuturesCombine
 import FuturesCombine
+#endif
+#if FuturesNIO
 import FuturesNIO
 import NIOCore
 import NIOEmbedded
+#endif
 
-/// Allocation scenarios of the bridges, each beside the framework doing the same job alone.
-var bridgeAllocationScenarios: [String: (Int) -> Void] { [
+/// Allocation scenarios of the bridges, each beside the framework doing the same job alone (those
+/// of the bridges that the package's traits build).
+var bridgeAllocationScenarios: [String: (Int) -> Void] {
+    var scenarios: [String: (Int) -> Void] = [:]
+    #if FuturesNIO
+    scenarios.merge(nioAllocationScenarios) { first, _ in first }
+    #endif
+    #if canImport(Combine) || FuturesCombine
+    scenarios.merge(combineAllocationScenarios) { first, _ in first }
+    #endif
+    return scenarios
+}
+
+#if FuturesNIO
+var nioAllocationScenarios: [String: (Int) -> Void] { [
     // An EventLoopFuture into a Future and back, on an EmbeddedEventLoop (nothing hops).
     "nio-round-trip": { units in
         let loop = EmbeddedEventLoop()
@@ -28,6 +45,11 @@ var bridgeAllocationScenarios: [String: (Int) -> Void] { [
             promise.succeed(index)
         }
     },
+] }
+#endif
+
+#if canImport(Combine) || FuturesCombine
+var combineAllocationScenarios: [String: (Int) -> Void] { [
     // A subscription to a completed future's publisher, and to Combine's own Future publisher.
     "combine-publisher": { units in
         for index in 0..<units {
@@ -58,4 +80,5 @@ var bridgeAllocationScenarios: [String: (Int) -> Void] { [
 typealias CombineFuture = Combine.Future
 #else
 typealias CombineFuture = OpenCombine.Future
+#endif
 #endif

@@ -1,3 +1,5 @@
+// The bridge is built with the package trait FuturesNIO: `swift test --traits FuturesNIO`.
+#if FuturesNIO
 import Futures
 import FuturesNIO
 import NIOCore
@@ -44,3 +46,4 @@ func lookUpUser(id: Int, on loop: any EventLoop) -> EventLoopFuture<String> {
         try await group.shutdownGracefully()
     }
 }
+#endif

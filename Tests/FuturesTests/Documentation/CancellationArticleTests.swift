@@ -1,5 +1,6 @@
 // The examples of the DocC article "Cancellation", compiled and run.
 import Foundation
+import FuturesTestHelpers
 import Testing
 import Futures
 
@@ -59,12 +60,15 @@ struct CancellationArticleTests {
     }
 
     @Test func cleaningUp() async {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let upload = Future<Int>.cancelled
         print("show the spinner")
         upload.whenComplete { _ in
             print("hide the spinner")   // on success, failure and cancellation alike
         }
         #expect(await upload.result.isCancelled)
+        #expect(await printed.first(2) == ["show the spinner", "hide the spinner"])
     }
 
     @Test func tokens() async {

@@ -3,6 +3,7 @@
 // TimeOperators), compiled and run. `.ci/check-examples` checks that every Swift block of the DocC
 // articles appears in a test file, line for line.
 import Foundation
+import FuturesTestHelpers
 import Testing
 @testable import Futures
 import FuturesTestSupport
@@ -277,6 +278,8 @@ struct CombinatorGuideTests {
     }
 
     @Test func allSettledGivesEveryOutcome() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let photos = PhotoService(missing: ["attic", "cellar"])
         let names = ["harbour", "attic", "dunes", "cellar"]
         let outcomes = try await Future.allSettled(names.map { photos.download($0) }).value
@@ -289,6 +292,10 @@ struct CombinatorGuideTests {
         }
         #expect(outcomes.map(\.isSuccess) == [true, false, true, false])
         #expect(outcomes[1].error as? ServiceError == .notFound("attic"))
+        #expect(printed.all == [
+            "harbour: \(outcomes[0].value!.bytes) bytes", "attic failed: notFound(\"attic\")",
+            "dunes: \(outcomes[2].value!.bytes) bytes", "cellar failed: notFound(\"cellar\")",
+        ])
     }
 
     @Test func allOrNilKeepsTheLayout() async throws {
@@ -385,6 +392,8 @@ struct CombinatorGuideTests {
     // MARK: Ordered by completion
 
     @Test func slotsFillInCompletionOrder() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let photos = PhotoService(held: ["harbour", "lighthouse", "dunes"])
         let names = ["harbour", "lighthouse", "dunes"]
         let arrivals = names.map { photos.download($0) }.orderedByCompletion()
@@ -395,9 +404,12 @@ struct CombinatorGuideTests {
         var order: [String] = []
         for arrival in arrivals { order.append(try await arrival.value.name) }
         #expect(order == ["dunes", "harbour", "lighthouse"])
+        #expect(await printed.first(1) == ["first to arrive: dunes"])
     }
 
     @Test func outcomesAsTheyArrive() async {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let photos = PhotoService(missing: ["lighthouse"])
         let names = ["harbour", "lighthouse", "dunes"]
         var finished: [String] = []
@@ -407,6 +419,7 @@ struct CombinatorGuideTests {
         }
         // The loop ends after the last download; `finished` lists them in the order they ended.
         #expect(finished.sorted() == names.sorted())
+        #expect(printed.all == ["lighthouse failed: notFound(\"lighthouse\")"])
 
         // The order is the completion order.
         let held = PhotoService(held: Set(names))
@@ -469,6 +482,8 @@ struct CombinatorGuideTests {
     // MARK: Deferred
 
     @Test func deferredStartsOnTheFirstDemand() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let store = SettingsStore()
         let settings = Future.deferred { store.loadSettings() }
         let loadsBefore = store.loads                     // 0: nothing has started
@@ -476,6 +491,7 @@ struct CombinatorGuideTests {
         let theme = try await settings.map { $0.theme }.value
         let loadsAfter = store.loads                      // 1: later demands share the same load
         #expect(loadsBefore == 0 && loadsAfter == 1 && theme == "dark")
+        #expect(await printed.first(1) == ["theme: dark"])
     }
 
     @Test func deferredCancelledBeforeItStarts() async {

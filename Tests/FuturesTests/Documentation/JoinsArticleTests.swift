@@ -1,5 +1,6 @@
 // The examples of the DocC article "Joins and Races", compiled and run.
 import Foundation
+import FuturesTestHelpers
 import Testing
 import Futures
 
@@ -13,6 +14,8 @@ func loadPicture(_ number: Int) -> Future<Data> {
 @Suite("Joins article")
 struct JoinsArticleTests {
     @Test func allWithAPolicy() async {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let pictures = Future.all([loadPicture(1), loadPicture(2), loadPicture(3)], policy: .collectErrors)
         pictures.whenComplete { outcome in
             if case .failure(let error as JoinError) = outcome {
@@ -21,21 +24,31 @@ struct JoinsArticleTests {
         }
         let outcome = await pictures.result
         #expect((outcome.error as? JoinError)?.failures.map(\.index) == [1])
+        let lines = await printed.first(1)
+        #expect(lines.count == 1 && lines[0].hasPrefix("picture 1: "))
     }
 
     @Test func zip() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let profile = Future.zip(loadPerson(from: disk), loadPicture(1))
         profile.whenSuccess { person, picture in print(person.name, picture.count) }
         let (person, picture) = try await profile.value
         #expect(person.name == "Ada" && picture.count == 1)
+        #expect(await printed.first(1) == ["Ada 1"])
     }
 
     @Test func inCompletionOrder() async {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         for await (index, outcome) in [loadPicture(1), loadPicture(2)].outcomesInCompletionOrder() {
             print("picture \(index + 1): \(outcome)")
         }
         // The loop ended: both outcomes were delivered (the sequence ends after the last one).
         #expect(await Future.allSettled([loadPicture(1), loadPicture(2)]).result.value?.count == 2)
+        #expect(printed.all.count == 2)
+        #expect(printed.all.contains("picture 1: success(1 bytes)"))
+        #expect(printed.all.contains { $0.hasPrefix("picture 2: failure(") })
     }
 
     @Test func aFewAtATime() async throws {

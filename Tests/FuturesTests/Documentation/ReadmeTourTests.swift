@@ -1,6 +1,7 @@
 // The README's tour, compiled and run. `.ci/check-examples` checks that every Swift block of
 // README.md and of the DocC articles appears in a test file, line for line.
 import Foundation
+import FuturesTestHelpers
 import Testing
 import Futures
 
@@ -72,13 +73,18 @@ func loadPerson(from disk: Disk) -> Future<Person> {
 @Suite("README tour")
 struct ReadmeTourTests {
     @Test func receivingValues() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         loadPerson(from: disk).whenSuccess { person in
             print("Loaded \(person.name)")
         }
         #expect(try await loadPerson(from: disk).value.name == "Ada")
+        #expect(await printed.first(1) == ["Loaded Ada"])
     }
 
     @Test func chainingErrorsInOnePlaceRecovering() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let picture = loadPerson(from: disk)
             .flatMap { person in person.loadPicture(from: disk) }
             .flatMapError { _ in
@@ -93,13 +99,17 @@ struct ReadmeTourTests {
             }
         }
         #expect(try await picture.value == Data([1, 2, 3]))
+        #expect(await printed.first(1) == ["Picture loaded: 3 bytes"])
     }
 
     @Test func cleaningUpAlways() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let picture = Future(value: Data([1, 2]))
         let saved = save(picture, to: disk)
             .always { _ in print("hide the progress indicator") }
         #expect(try await saved.value == 2)
+        #expect(printed.all == ["hide the progress indicator"], "`always` runs before the outcome passes on")
     }
 
     @Test func asyncAwaitBothWays() async throws {
@@ -109,12 +119,15 @@ struct ReadmeTourTests {
     }
 
     @Test func cancelling() {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let download = Promise<Data>()
         download.onCancel { print("stop the download") }
         let text = download.future.map { String(decoding: $0, as: UTF8.self) }
         download.future.cancel()   // prints "stop the download"; `text` is cancelled too
         #expect(text.outcome?.isCancelled == true)
         #expect(download.isCancelled)
+        #expect(printed.all == ["stop the download"])
     }
 
     @Test func observingWithoutConsuming() {
@@ -141,11 +154,14 @@ struct ReadmeTourTests {
     }
 
     @Test func progress() async throws {
+        let printed = PrintedLines()
+        @Sendable func print(_ items: any Sendable...) { printed.record(items) }
         let picture = loadPerson(from: disk).flatMap(progressWeight: 0.3) { person in
             person.loadPicture(from: server)
         }
         picture.whenProgress { print("combined progress = \($0)") }
         #expect(try await picture.value == Data([1, 2, 3]))
+        #expect(await printed.contains("combined progress = 1.0"))
     }
 
     @Test @MainActor func executors() async {

@@ -2,9 +2,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import FuturesURLSession
 import Futures
 import FuturesTestSupport
-import FuturesURLSession
 import Testing
 
 // The examples of the "Networking with URLSession" article and the README, against the test server.

@@ -1,0 +1,4 @@
+import Futures
+import FuturesCombine
+
+print(Future(value: 1).publisher)

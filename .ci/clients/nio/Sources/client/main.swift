@@ -1,0 +1,4 @@
+import Futures
+import FuturesNIO
+
+print(EventLoopExecutor.self)

@@ -1,0 +1,4 @@
+import Futures
+import FuturesURLSession
+
+print(FutureURLSession.self)
