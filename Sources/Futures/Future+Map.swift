@@ -172,9 +172,11 @@ extension Future {
     @inlinable
     public func map<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> NewValue
     ) -> Future<NewValue> {
-        map(hop: Hop(executor), transform)
+        map(hop: Hop(executor), transform).made("map", file, line)
     }
 
     @inlinable
@@ -225,9 +227,11 @@ extension Future {
     @inlinable
     public func flatMap<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
     ) -> Future<NewValue> {
-        flatMap(hop: Hop(executor), transform)
+        flatMap(hop: Hop(executor), transform).made("flatMap", file, line)
     }
 
     @inlinable
@@ -255,9 +259,11 @@ extension Future {
     @inlinable
     public func mapError(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (any Error) -> any Error
     ) -> Future<Value> {
-        mapError(hop: Hop(executor), transform)
+        mapError(hop: Hop(executor), transform).made("mapError", file, line)
     }
 
     @inlinable
@@ -281,9 +287,11 @@ extension Future {
     @inlinable
     public func recover(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (any Error) throws -> Value
     ) -> Future<Value> {
-        recover(hop: Hop(executor), transform)
+        recover(hop: Hop(executor), transform).made("recover", file, line)
     }
 
     @inlinable
@@ -307,9 +315,11 @@ extension Future {
     @inlinable
     public func flatMapError(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (any Error) throws -> Future<Value>
     ) -> Future<Value> {
-        flatMapError(hop: Hop(executor), transform)
+        flatMapError(hop: Hop(executor), transform).made("flatMapError", file, line)
     }
 
     @inlinable
@@ -333,9 +343,11 @@ extension Future {
     @inlinable
     public func always(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ body: @escaping @Sendable (Outcome<Value>) -> Void
     ) -> Future<Value> {
-        always(hop: Hop(executor), body)
+        always(hop: Hop(executor), body).made("always", file, line)
     }
 
     @inlinable
@@ -374,11 +386,13 @@ extension Future {
     @inlinable
     public func mapOutcome<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Outcome<Value>) throws -> NewValue
     ) -> Future<NewValue> {
         derive(hop: Hop(executor), handles: .all, guarded: true) { outcome in
             .outcome(Outcome { try transform(outcome) })
-        }
+        }.made("mapOutcome", file, line)
     }
 
     /// Continues with another asynchronous step whatever the outcome, the cancellation included,
@@ -400,11 +414,13 @@ extension Future {
     @inlinable
     public func flatMapOutcome<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Outcome<Value>) throws -> Future<NewValue>
     ) -> Future<NewValue> {
         derive(hop: Hop(executor), handles: .all, guarded: true, combinesProgress: true, adopts: true) { outcome in
             do { return .adopt(try transform(outcome)) } catch { return .outcome(Outcome(failure: error)) }
-        }
+        }.made("flatMapOutcome", file, line)
     }
 
     /// Flattens a future of a future into the inner future's outcome (collapsing, like
@@ -417,8 +433,8 @@ extension Future {
     ///
     /// - Returns: a future of the inner future's value.
     @inlinable
-    public func flatten<Inner>() -> Future<Inner> where Value == Future<Inner> {
-        flatMap(hop: .inline) { $0 }
+    public func flatten<Inner>(file: StaticString = #fileID, line: UInt = #line) -> Future<Inner> where Value == Future<Inner> {
+        flatMap(hop: .inline) { $0 }.made("flatten", file, line)
     }
 
     /// `map` whose closure returns a future: the result is a future of a future, which is rarely
@@ -427,8 +443,10 @@ extension Future {
     @inlinable
     public func map<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
     ) -> Future<Future<NewValue>> {
-        map(hop: Hop(executor), transform)
+        map(hop: Hop(executor), transform).made("map", file, line)
     }
 }
