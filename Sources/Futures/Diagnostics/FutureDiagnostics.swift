@@ -257,17 +257,19 @@ final class Watchdog<C: Clock>: @unchecked Sendable {
         self.clock = clock
     }
 
+    /// Sets the timer for the next look; each look sets the next one before it starts, so that a
+    /// manual clock advanced after a report finds it set.
     func arm() {
         let next = Timer.start(after: interval, clock: clock) { [self] in
-            look()
             arm()
+            look()
         }
-        let old: Timer? = lock.withLock {
-            if stopped { return next }
-            defer { timer = next }
-            return nil
+        let cancelNow = lock.withLock { () -> Bool in
+            if stopped { return true }
+            timer = next
+            return false
         }
-        old?.cancel()
+        if cancelNow { next.cancel() }
     }
 
     func stop() {

@@ -62,7 +62,7 @@ enum Tracking {
         let scope: FutureDiagnostics.Scope?
         var reportedStalled = false
 
-        func description(named override: String? = nil) -> FutureDescription {
+        func description() -> FutureDescription {
             FutureDescription(id: id, name: name, kind: String(describing: kind), file: String(describing: file), line: Int(line))
         }
     }
