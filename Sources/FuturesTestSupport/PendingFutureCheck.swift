@@ -1,6 +1,6 @@
 import Futures
 
-/// Thrown by ``expectNoPendingFutures(_:)-(()->R)`` when the body left futures it made pending.
+/// Thrown by ``expectNoPendingFutures(_:)`` when the body left futures it made pending.
 public struct PendingFuturesLeft: Error, CustomStringConvertible {
     /// The futures made by the body that were still pending when it returned, oldest first.
     public let futures: [PendingFuture]
@@ -40,7 +40,7 @@ public func expectNoPendingFutures<R>(_ body: () throws -> R) throws -> R {
     return result
 }
 
-/// ``expectNoPendingFutures(_:)-(()->R)`` for an asynchronous body.
+/// ``expectNoPendingFutures(_:)`` for an asynchronous body.
 ///
 /// - Parameters:
 ///   - isolation: the caller's isolation, kept while `body` runs.

@@ -76,7 +76,7 @@ public enum FutureDiagnostics {
         return source
     }
 
-    /// A group of futures: those made while it is current (see ``run(_:)-(()->R)``) belong to
+    /// A group of futures: those made while it is current (see ``run(_:)``) belong to
     /// it, so that a test can ask which of its own futures are left pending, and hear of their
     /// events, while other tests run in parallel.
     public final class Scope: Sendable {
