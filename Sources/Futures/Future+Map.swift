@@ -19,7 +19,7 @@ enum Handles: Sendable {
     }
 }
 
-/// A future derived by an `.immediate` ``Future/map(on:_:)``, which keeps the transform itself
+/// A future derived by an `.immediate` ``Future/map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``, which keeps the transform itself
 /// until it runs.
 ///
 /// The source's callback then captures this one object and nothing else, and Swift uses a lone
@@ -48,7 +48,7 @@ final class MappedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Valu
     }
 }
 
-/// A future derived by an `.immediate` transform that may adopt a future (``Future/flatMap(on:_:)``
+/// A future derived by an `.immediate` transform that may adopt a future (``Future/flatMap(on:file:line:_:)``
 /// and the like), which keeps the transform itself until it runs, for the reason
 /// ``MappedStorage`` gives.
 @usableFromInline
@@ -360,7 +360,7 @@ extension Future {
 
     /// Transforms the whole outcome: the value, the error or the cancellation (FutureKit's
     /// `onComplete` returning a completion, CollapsingFutures' `finally`). With
-    /// ``flatMapOutcome(on:_:)-(Executor,_)``, the only transform that sees this future's cancellation,
+    /// ``flatMapOutcome(on:file:line:_:)``, the only transform that sees this future's cancellation,
     /// whoever cancelled it, and may turn it into a value.
     ///
     /// ```swift
@@ -373,7 +373,7 @@ extension Future {
     /// }
     /// ```
     ///
-    /// The result is a consumer of this future, like ``map(on:_:)-(_,(Value)->NewValue)``: cancelling it
+    /// The result is a consumer of this future, like ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``: cancelling it
     /// withdraws, and if it is cancelled before `transform` starts (by its consumer, or with this future
     /// when it was the last consumer), `transform` never runs. A cancellation that races the start of
     /// `transform` cannot stop it; its result is then discarded.
@@ -396,7 +396,7 @@ extension Future {
     }
 
     /// Continues with another asynchronous step whatever the outcome, the cancellation included,
-    /// and adopts its future (see ``mapOutcome(on:_:)-(Executor,_)``).
+    /// and adopts its future (see ``mapOutcome(on:file:line:_:)``).
     ///
     /// ```swift
     /// let picture = loadPicture().flatMapOutcome { outcome in
@@ -404,7 +404,7 @@ extension Future {
     /// }
     /// ```
     ///
-    /// Progress weighs the two steps equally, as ``flatMap(on:_:)-(Executor,_)`` does.
+    /// Progress weighs the two steps equally, as ``flatMap(on:file:line:_:)`` does.
     ///
     /// - Parameters:
     ///   - executor: where `transform` runs.
@@ -424,7 +424,7 @@ extension Future {
     }
 
     /// Flattens a future of a future into the inner future's outcome (collapsing, like
-    /// ``flatMap(on:_:)-(Executor,_)``).
+    /// ``flatMap(on:file:line:_:)``).
     ///
     /// ```swift
     /// let nested: Future<Future<Int>> = Future(value: Future(value: 1))
@@ -438,7 +438,7 @@ extension Future {
     }
 
     /// `map` whose closure returns a future: the result is a future of a future, which is rarely
-    /// meant. Use ``flatMap(on:_:)-(Executor,_)`` to continue with the returned future.
+    /// meant. Use ``flatMap(on:file:line:_:)`` to continue with the returned future.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
     public func map<NewValue>(
