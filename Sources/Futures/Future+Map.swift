@@ -168,6 +168,8 @@ extension Future {
     ///   - executor: where `transform` runs; the default keeps it where this call is made.
     ///   - transform: runs once with the value; a thrown error fails the result (a thrown
     ///     `CancellationError` cancels it).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the transformed value.
     @inlinable
     public func map<NewValue>(
@@ -223,6 +225,8 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: runs once with the value and returns the next future.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the next step's value.
     @inlinable
     public func flatMap<NewValue>(
@@ -255,6 +259,8 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: maps the error (returning `CancellationError` cancels the result).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future with the mapped error.
     @inlinable
     public func mapError(
@@ -283,6 +289,8 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: maps the error to a value, or throws to keep failing.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future that succeeds unless `transform` throws or this one is cancelled.
     @inlinable
     public func recover(
@@ -311,6 +319,8 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: maps the error to the next future, or throws to keep failing.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of this value or of the recovery's.
     @inlinable
     public func flatMapError(
@@ -339,6 +349,8 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `body` runs.
     ///   - body: runs once with the outcome, cancellation included.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future that completes like this one, after `body` has run.
     @inlinable
     public func always(
@@ -382,6 +394,8 @@ extension Future {
     ///   - executor: where `transform` runs.
     ///   - transform: runs once with the outcome; a thrown error fails the result (an error that
     ///     means cancellation cancels it).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the transformed outcome.
     @inlinable
     public func mapOutcome<NewValue>(
@@ -410,6 +424,8 @@ extension Future {
     ///   - executor: where `transform` runs.
     ///   - transform: runs once with the outcome and returns the next future; a thrown error fails
     ///     the result.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the next step's value.
     @inlinable
     public func flatMapOutcome<NewValue>(
@@ -431,6 +447,8 @@ extension Future {
     /// let flat: Future<Int> = nested.flatten()
     /// ```
     ///
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the inner future's value.
     @inlinable
     public func flatten<Inner>(file: StaticString = #fileID, line: UInt = #line) -> Future<Inner> where Value == Future<Inner> {

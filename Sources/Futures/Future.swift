@@ -102,6 +102,8 @@ public struct Future<Value: Sendable>: Sendable {
     ///   - executor: where `work` runs.
     ///   - work: the work; throwing `CancellationError` (or see ``CancellationIndicating``) cancels
     ///     the future.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     public init(on executor: some Executor, file: StaticString = #fileID, line: UInt = #line, _ work: @escaping @Sendable () throws -> Value) {
         self.init(hop: Hop(executor), file: file, line: line, work)
     }

@@ -4,7 +4,7 @@ import Futures
 public struct PendingFuturesLeft: Error, CustomStringConvertible {
     /// The futures made by the body that were still pending when it returned, oldest first.
     public let futures: [PendingFuture]
-    /// Those futures as a tree (see ``FutureDiagnostics/dumpPending()``).
+    /// Those futures as a tree (see `FutureDiagnostics.dumpPending()`).
     public let tree: String
 
     /// What was left pending, as a tree.
@@ -14,7 +14,7 @@ public struct PendingFuturesLeft: Error, CustomStringConvertible {
 /// Runs `body` and throws ``PendingFuturesLeft`` if a future it made is still pending when it
 /// returns.
 ///
-/// It turns tracking on (see ``FutureDiagnostics/startTracking()``) and leaves it on. Only the
+/// It turns tracking on (see `FutureDiagnostics.startTracking()`) and leaves it on. Only the
 /// futures made inside `body` (and in tasks it starts, which inherit the scope) count, so tests
 /// running in parallel do not see each other's futures.
 ///

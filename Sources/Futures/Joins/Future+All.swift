@@ -23,6 +23,8 @@ extension Future {
     /// - Parameters:
     ///   - futures: the members.
     ///   - policy: what member failures do (``JoinPolicy``).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the values.
     @inlinable
     public static func all<Element>(
@@ -60,6 +62,8 @@ extension Future {
     /// as `.cancelled`.
     ///
     /// - Parameter futures: the members.
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the outcomes.
     @inlinable
     public static func allSettled<Element>(
@@ -75,6 +79,8 @@ extension Future {
     /// failed or was cancelled (OAPromise's replace-with-null policy).
     ///
     /// - Parameter futures: the members.
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the optional values.
     @inlinable
     public static func allOrNil<Element>(
@@ -91,6 +97,8 @@ extension Future {
     /// is; then the race is cancelled. No members: fails with ``FutureError/emptyInput``.
     ///
     /// - Parameter futures: the members.
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: the winner's outcome.
     @inlinable
     public static func race(_ futures: some Sequence<Future<Value>>, file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
@@ -114,6 +122,8 @@ extension Future {
     /// ``FutureError/emptyInput``.
     ///
     /// - Parameter futures: the members.
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: the first success.
     @inlinable
     public static func any(_ futures: some Sequence<Future<Value>>, file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {

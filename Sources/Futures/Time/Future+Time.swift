@@ -11,6 +11,8 @@ extension Future {
     ///   - duration: how long to wait, from now.
     ///   - value: the value to succeed with.
     ///   - clock: the clock to measure on; a manual clock in tests.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: the delayed future.
     public static func after<C: Clock>(
         _ duration: C.Duration,
@@ -31,6 +33,8 @@ extension Future {
     /// - Parameters:
     ///   - duration: the delay after this future completes.
     ///   - clock: the clock to measure on.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a delayed future derived from this one (one of its consumers).
     public func delayed<C: Clock>(by duration: C.Duration, clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
         let derived = FutureStorage<Value>()
@@ -62,6 +66,8 @@ extension Future {
     /// - Parameters:
     ///   - duration: how long to wait, from now.
     ///   - clock: the clock to measure on.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future derived from this one (one of its consumers).
     public func timeout<C: Clock>(after duration: C.Duration, clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
         let derived = FutureStorage<Value>()
