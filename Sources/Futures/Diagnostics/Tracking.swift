@@ -12,9 +12,10 @@ import Synchronization
 #endif
 
 #if !canImport(Darwin)
-/// Whether futures made now are tracked: one relaxed load per future made. Its first use reads
-/// `SWIFT_FUTURES_DIAGNOSTICS`.
-@usableFromInline let trackingSwitch = Atomic<Bool>(Tracking.enabledByEnvironment)
+/// Whether futures made now are tracked: one relaxed load per future made. 0 until the first
+/// future made reads `SWIFT_FUTURES_DIAGNOSTICS` (or tracking is switched), then 1 (off) or 2 (on).
+/// A constant initial value, so that reading it needs no lazy initialisation of the global.
+@usableFromInline let trackingSwitch = Atomic<UInt8>(0)
 #else
 // Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: the switch is read
 // under a lock there.
@@ -34,15 +35,26 @@ enum Tracking {
     /// Whether futures made now are tracked.
     @inlinable static var isOn: Bool {
         #if !canImport(Darwin)
-        trackingSwitch.load(ordering: .relaxed)
+        let state = trackingSwitch.load(ordering: .relaxed)
+        if _fastPath(state == 1) { return false }
+        return state == 2 || decideFromEnvironment()
         #else
         trackingSwitch.withLock { $0 }
         #endif
     }
 
+    #if !canImport(Darwin)
+    /// The first future made: the environment decides, unless tracking was switched meanwhile.
+    @usableFromInline @inline(never)
+    static func decideFromEnvironment() -> Bool {
+        _ = trackingSwitch.compareExchange(expected: 0, desired: enabledByEnvironment ? 2 : 1, ordering: .relaxed)
+        return trackingSwitch.load(ordering: .relaxed) == 2
+    }
+    #endif
+
     static func turn(on: Bool) {
         #if !canImport(Darwin)
-        trackingSwitch.store(on, ordering: .relaxed)
+        trackingSwitch.store(on ? 2 : 1, ordering: .relaxed)
         #else
         trackingSwitch.withLock { $0 = on }
         #endif
