@@ -247,4 +247,27 @@ struct TrackedTestError: Error {}
         first.succeed(1)
         second.succeed(2)
     }
+
+    @Test func theTreeOfALongChainIsPrintedOnASmallStack() {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let length = 20_000
+        let promise = scope.run { Promise<Int>() }
+        let last = scope.run {
+            var future = promise.future
+            for _ in 0..<length { future = future.map(on: .immediate) { $0 + 1 } }
+            return future
+        }
+        let lines = Recorder<String>()
+        onSmallStack {
+            for line in scope.dumpPending().split(separator: "\n") { lines.append(String(line)) }
+        }
+        let all = lines.all
+        #expect(all.count == length + 2)
+        #expect(all.first == "\(length + 1) pending futures:")
+        #expect(all.last?.contains("(depth \(length + 1)) #") == true)
+        #expect(all.last?.contains(" promise at ") == true)
+        promise.succeed(0)
+        #expect(last.outcome?.value == length)
+    }
 }
