@@ -160,7 +160,7 @@ let benchmarks: @Sendable () -> Void = {
     scenarioH()
     scenarioI()
     scenarioJ()
-    scenarioK()
+    scenarioM()
 }
 
 // MARK: (a) a pending future, one callback on a serial queue, completed from another queue
@@ -809,7 +809,7 @@ func scenarioJ() {
     }
 }
 
-// MARK: (k) diagnostics: the b and e rows of the futures with tracking on
+// MARK: (m) diagnostics: the b and e rows of the futures with tracking on
 
 /// Runs `body` with diagnostics tracking every future made, and turns tracking off after.
 func tracking(_ body: () throws -> Void) rethrows {
@@ -818,8 +818,8 @@ func tracking(_ body: () throws -> Void) rethrows {
     try body()
 }
 
-func scenarioK() {
-    Benchmark("k.map chain .immediate [step] futures, tracking on", configuration: perThousand) { benchmark in
+func scenarioM() {
+    Benchmark("m.map chain .immediate [step] futures, tracking on", configuration: perThousand) { benchmark in
         tracking {
             measure(benchmark) {
                 let promise = Promise<Int>()
@@ -835,7 +835,7 @@ func scenarioK() {
 
     let configuration = Benchmark.Configuration(metrics: memoryMetrics, scalingFactor: .kilo)
 
-    Benchmark("k.pending+1 callback, non-capturing [future] futures .immediate, tracking on", configuration: configuration) { benchmark in
+    Benchmark("m.pending+1 callback, non-capturing [future] futures .immediate, tracking on", configuration: configuration) { benchmark in
         var pending: [Promise<Int>] = []
         pending.reserveCapacity(benchmark.scaledIterations.count)
         tracking {
@@ -850,7 +850,7 @@ func scenarioK() {
         for promise in pending { promise.succeed(1) }
     }
 
-    Benchmark("k.pending, no callback [future] futures, tracking on", configuration: configuration) { benchmark in
+    Benchmark("m.pending, no callback [future] futures, tracking on", configuration: configuration) { benchmark in
         var pending: [Promise<Int>] = []
         pending.reserveCapacity(benchmark.scaledIterations.count)
         tracking {
