@@ -2,7 +2,7 @@
 // code on those executors may touch main-actor state without `MainActor.assumeIsolated`.
 
 extension Future {
-    /// ``map(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -16,8 +16,8 @@ extension Future {
         map(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``map(on:_:)`` with a `@MainActor` transform that returns a future: the result is a future of
-    /// a future, which is rarely meant. Use ``flatMap(on:_:)-(Executor,_)`` to continue with the returned
+    /// ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)`` with a `@MainActor` transform that returns a future: the result is a future of
+    /// a future, which is rarely meant. Use ``flatMap(on:file:line:_:)`` to continue with the returned
     /// future.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
@@ -28,7 +28,7 @@ extension Future {
         map(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``flatMap(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``flatMap(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -42,7 +42,7 @@ extension Future {
         flatMap(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``mapError(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``mapError(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -59,7 +59,7 @@ extension Future {
         }
     }
 
-    /// ``recover(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``recover(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -73,7 +73,7 @@ extension Future {
         recover(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``flatMapError(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``flatMapError(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -87,7 +87,7 @@ extension Future {
         flatMapError(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``always(on:_:)`` with a `@MainActor` side effect, run on the main queue.
+    /// ``always(on:file:line:_:)`` with a `@MainActor` side effect, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -149,7 +149,7 @@ extension Future {
         whenComplete(hop: Hop(executor)) { outcome in try? isolated(outcome) }
     }
 
-    /// ``mapOutcome(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``mapOutcome(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -166,7 +166,7 @@ extension Future {
         }
     }
 
-    /// ``flatMapOutcome(on:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``flatMapOutcome(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.

@@ -19,7 +19,7 @@ enum Handles: Sendable {
     }
 }
 
-/// A future derived by an `.immediate` ``Future/map(on:_:)``, which keeps the transform itself
+/// A future derived by an `.immediate` ``Future/map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``, which keeps the transform itself
 /// until it runs.
 ///
 /// The source's callback then captures this one object and nothing else, and Swift uses a lone
@@ -48,7 +48,7 @@ final class MappedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Valu
     }
 }
 
-/// A future derived by an `.immediate` transform that may adopt a future (``Future/flatMap(on:_:)``
+/// A future derived by an `.immediate` transform that may adopt a future (``Future/flatMap(on:file:line:_:)``
 /// and the like), which keeps the transform itself until it runs, for the reason
 /// ``MappedStorage`` gives.
 @usableFromInline
@@ -168,13 +168,17 @@ extension Future {
     ///   - executor: where `transform` runs; the default keeps it where this call is made.
     ///   - transform: runs once with the value; a thrown error fails the result (a thrown
     ///     `CancellationError` cancels it).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the transformed value.
     @inlinable
     public func map<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> NewValue
     ) -> Future<NewValue> {
-        map(hop: Hop(executor), transform)
+        map(hop: Hop(executor), transform).made("map", file, line)
     }
 
     @inlinable
@@ -221,13 +225,17 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: runs once with the value and returns the next future.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the next step's value.
     @inlinable
     public func flatMap<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
     ) -> Future<NewValue> {
-        flatMap(hop: Hop(executor), transform)
+        flatMap(hop: Hop(executor), transform).made("flatMap", file, line)
     }
 
     @inlinable
@@ -251,13 +259,17 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: maps the error (returning `CancellationError` cancels the result).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future with the mapped error.
     @inlinable
     public func mapError(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (any Error) -> any Error
     ) -> Future<Value> {
-        mapError(hop: Hop(executor), transform)
+        mapError(hop: Hop(executor), transform).made("mapError", file, line)
     }
 
     @inlinable
@@ -277,13 +289,17 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: maps the error to a value, or throws to keep failing.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future that succeeds unless `transform` throws or this one is cancelled.
     @inlinable
     public func recover(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (any Error) throws -> Value
     ) -> Future<Value> {
-        recover(hop: Hop(executor), transform)
+        recover(hop: Hop(executor), transform).made("recover", file, line)
     }
 
     @inlinable
@@ -303,13 +319,17 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: maps the error to the next future, or throws to keep failing.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of this value or of the recovery's.
     @inlinable
     public func flatMapError(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (any Error) throws -> Future<Value>
     ) -> Future<Value> {
-        flatMapError(hop: Hop(executor), transform)
+        flatMapError(hop: Hop(executor), transform).made("flatMapError", file, line)
     }
 
     @inlinable
@@ -329,13 +349,17 @@ extension Future {
     /// - Parameters:
     ///   - executor: where `body` runs.
     ///   - body: runs once with the outcome, cancellation included.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future that completes like this one, after `body` has run.
     @inlinable
     public func always(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ body: @escaping @Sendable (Outcome<Value>) -> Void
     ) -> Future<Value> {
-        always(hop: Hop(executor), body)
+        always(hop: Hop(executor), body).made("always", file, line)
     }
 
     @inlinable
@@ -348,7 +372,7 @@ extension Future {
 
     /// Transforms the whole outcome: the value, the error or the cancellation (FutureKit's
     /// `onComplete` returning a completion, CollapsingFutures' `finally`). With
-    /// ``flatMapOutcome(on:_:)-(Executor,_)``, the only transform that sees this future's cancellation,
+    /// ``flatMapOutcome(on:file:line:_:)``, the only transform that sees this future's cancellation,
     /// whoever cancelled it, and may turn it into a value.
     ///
     /// ```swift
@@ -361,7 +385,7 @@ extension Future {
     /// }
     /// ```
     ///
-    /// The result is a consumer of this future, like ``map(on:_:)-(_,(Value)->NewValue)``: cancelling it
+    /// The result is a consumer of this future, like ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``: cancelling it
     /// withdraws, and if it is cancelled before `transform` starts (by its consumer, or with this future
     /// when it was the last consumer), `transform` never runs. A cancellation that races the start of
     /// `transform` cannot stop it; its result is then discarded.
@@ -370,19 +394,23 @@ extension Future {
     ///   - executor: where `transform` runs.
     ///   - transform: runs once with the outcome; a thrown error fails the result (an error that
     ///     means cancellation cancels it).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the transformed outcome.
     @inlinable
     public func mapOutcome<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Outcome<Value>) throws -> NewValue
     ) -> Future<NewValue> {
         derive(hop: Hop(executor), handles: .all, guarded: true) { outcome in
             .outcome(Outcome { try transform(outcome) })
-        }
+        }.made("mapOutcome", file, line)
     }
 
     /// Continues with another asynchronous step whatever the outcome, the cancellation included,
-    /// and adopts its future (see ``mapOutcome(on:_:)-(Executor,_)``).
+    /// and adopts its future (see ``mapOutcome(on:file:line:_:)``).
     ///
     /// ```swift
     /// let picture = loadPicture().flatMapOutcome { outcome in
@@ -390,45 +418,53 @@ extension Future {
     /// }
     /// ```
     ///
-    /// Progress weighs the two steps equally, as ``flatMap(on:_:)-(Executor,_)`` does.
+    /// Progress weighs the two steps equally, as ``flatMap(on:file:line:_:)`` does.
     ///
     /// - Parameters:
     ///   - executor: where `transform` runs.
     ///   - transform: runs once with the outcome and returns the next future; a thrown error fails
     ///     the result.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the next step's value.
     @inlinable
     public func flatMapOutcome<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Outcome<Value>) throws -> Future<NewValue>
     ) -> Future<NewValue> {
         derive(hop: Hop(executor), handles: .all, guarded: true, combinesProgress: true, adopts: true) { outcome in
             do { return .adopt(try transform(outcome)) } catch { return .outcome(Outcome(failure: error)) }
-        }
+        }.made("flatMapOutcome", file, line)
     }
 
     /// Flattens a future of a future into the inner future's outcome (collapsing, like
-    /// ``flatMap(on:_:)-(Executor,_)``).
+    /// ``flatMap(on:file:line:_:)``).
     ///
     /// ```swift
     /// let nested: Future<Future<Int>> = Future(value: Future(value: 1))
     /// let flat: Future<Int> = nested.flatten()
     /// ```
     ///
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the inner future's value.
     @inlinable
-    public func flatten<Inner>() -> Future<Inner> where Value == Future<Inner> {
-        flatMap(hop: .inline) { $0 }
+    public func flatten<Inner>(file: StaticString = #fileID, line: UInt = #line) -> Future<Inner> where Value == Future<Inner> {
+        flatMap(hop: .inline) { $0 }.made("flatten", file, line)
     }
 
     /// `map` whose closure returns a future: the result is a future of a future, which is rarely
-    /// meant. Use ``flatMap(on:_:)-(Executor,_)`` to continue with the returned future.
+    /// meant. Use ``flatMap(on:file:line:_:)`` to continue with the returned future.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
     public func map<NewValue>(
         on executor: some Executor = .current,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
     ) -> Future<Future<NewValue>> {
-        map(hop: Hop(executor), transform)
+        map(hop: Hop(executor), transform).made("map", file, line)
     }
 }

@@ -1,8 +1,8 @@
 /// A value that will be ready later: it ends once, with a value, an error, or cancellation.
 ///
 /// A future is the read side; its ``Promise`` writes it. Attach work with transforms, which return a
-/// new future (``map(on:_:)-(_,(Value)->NewValue)``, ``flatMap(on:_:)-(Executor,_)``,
-/// ``recover(on:_:)-(Executor,_)``, ...), or with observers, which return nothing
+/// new future (``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``, ``flatMap(on:file:line:_:)``,
+/// ``recover(on:file:line:_:)``, ...), or with observers, which return nothing
 /// (``whenSuccess(on:_:)-(Executor,_)``, ``whenComplete(on:_:)-(Executor,_)``, ...); or `await` it.
 ///
 /// ```swift
@@ -102,8 +102,10 @@ public struct Future<Value: Sendable>: Sendable {
     ///   - executor: where `work` runs.
     ///   - work: the work; throwing `CancellationError` (or see ``CancellationIndicating``) cancels
     ///     the future.
-    public init(on executor: some Executor, _ work: @escaping @Sendable () throws -> Value) {
-        self.init(hop: Hop(executor), work)
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
+    public init(on executor: some Executor, file: StaticString = #fileID, line: UInt = #line, _ work: @escaping @Sendable () throws -> Value) {
+        self.init(hop: Hop(executor), file: file, line: line, work)
     }
 
     init(hop: Hop, file: StaticString = #fileID, line: UInt = #line, _ work: @escaping @Sendable () throws -> Value) {
@@ -129,7 +131,7 @@ public struct Future<Value: Sendable>: Sendable {
     public var isPending: Bool { storage.outcome == nil }
 
     /// The outcome if the future has completed, else `nil`; never waits.
-    public var outcome: Outcome<Value>? { storage.outcome }
+    public var outcome: Outcome<Value>? { storage.observedOutcome }
 
     /// Cancels the future if it is pending: it completes `.cancelled` at once, its success and
     /// failure callbacks are released unrun, its completion callbacks run, futures derived from it
@@ -148,6 +150,7 @@ extension Future: CustomStringConvertible {
     public var description: String {
         let (outcome, isNever) = storage.outcomeOrNever
         let state = isNever ? "never" : outcome.map(String.init(describing:)) ?? "pending"
+        if let name = diagnosticName { return "Future<\(Value.self)>(\(state), \"\(name)\")" }
         return "Future<\(Value.self)>(\(state))"
     }
 }

@@ -44,6 +44,7 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
         storage = FutureStorage()
         self.file = file
         self.line = line
+        if Tracking.isOn { storage.track(kind: "promise", file: file, line: line) }
     }
 
     /// A promise for an existing pending future (a deferred future, when its work starts).
@@ -66,6 +67,7 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
     private func breakPromise() {
         let error = FutureError.brokenPromise(file: String(describing: file), line: Int(line))
         storage.complete(.failure(error), from: storage)
+        if Tracking.reporting { Tracking.report(brokenPromise: storage, error: error, file: file, line: line) }
     }
 
     /// Records that a completing call won (see `settled`); returns `won`.

@@ -162,6 +162,7 @@ let benchmarks: @Sendable () -> Void = {
     scenarioJ()
     scenarioK()
     scenarioL()
+    scenarioM()
 }
 
 // MARK: (a) a pending future, one callback on a serial queue, completed from another queue
@@ -807,5 +808,60 @@ func scenarioJ() {
             }
         }
         precondition(last?.outcome?.isFailure == true)
+    }
+}
+
+// MARK: (m) diagnostics: the b and e rows of the futures with tracking on
+
+/// Runs `body` with diagnostics tracking every future made, and turns tracking off after.
+func tracking(_ body: () throws -> Void) rethrows {
+    FutureDiagnostics.startTracking()
+    defer { FutureDiagnostics.stopTracking() }
+    try body()
+}
+
+func scenarioM() {
+    Benchmark("m.map chain .immediate [step] futures, tracking on", configuration: perThousand) { benchmark in
+        tracking {
+            measure(benchmark) {
+                let promise = Promise<Int>()
+                var future = promise.future
+                for _ in benchmark.scaledIterations {
+                    future = future.map(on: .immediate) { $0 &+ 1 }
+                }
+                promise.succeed(0)
+                Benchmark.blackHole(future.outcome)
+            }
+        }
+    }
+
+    let configuration = Benchmark.Configuration(metrics: memoryMetrics, scalingFactor: .kilo)
+
+    Benchmark("m.pending+1 callback, non-capturing [future] futures .immediate, tracking on", configuration: configuration) { benchmark in
+        var pending: [Promise<Int>] = []
+        pending.reserveCapacity(benchmark.scaledIterations.count)
+        tracking {
+            measure(benchmark) {
+                for _ in benchmark.scaledIterations {
+                    let promise = Promise<Int>()
+                    promise.future.whenSuccess(on: .immediate) { Benchmark.blackHole($0) }
+                    pending.append(promise)
+                }
+            }
+        }
+        for promise in pending { promise.succeed(1) }
+    }
+
+    Benchmark("m.pending, no callback [future] futures, tracking on", configuration: configuration) { benchmark in
+        var pending: [Promise<Int>] = []
+        pending.reserveCapacity(benchmark.scaledIterations.count)
+        tracking {
+            measure(benchmark) {
+                for _ in benchmark.scaledIterations {
+                    pending.append(Promise<Int>())
+                }
+            }
+        }
+        for promise in pending { promise.succeed(1) }
     }
 }

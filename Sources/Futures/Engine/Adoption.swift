@@ -73,7 +73,7 @@ extension FutureStorage {
         // A completed future (the usual case: `Future(value:)` returned from a `flatMap`) closes no
         // cycle and merges nothing: this future completes with its outcome, as the plan below would
         // decide, without the adoption lock that every other adoption on every thread takes.
-        if let outcome = inner.outcome { return finish(outcome, origin: origin) }
+        if let outcome = inner.observedOutcome { return finish(outcome, origin: origin) }
         var root = self
         var target = inner  // the future holding `inner`'s state, once found
         var released: AnyObject? = nil  // the target's extras, after a merge
@@ -136,6 +136,7 @@ extension FutureStorage {
                 case .linked:
                     preconditionFailure("links only change under the adoption lock")
                 case .completed:
+                    target.flags |= StorageFlags.observed
                     return .complete  // its outcome is read after the locks: it no longer changes
                 case .never:
                     adopter.adoptNeverLocked()
@@ -183,6 +184,7 @@ extension FutureStorage {
             // Every member fails with `.cycle`, from the target on, before the adopter's failure
             // could reach them through their transforms (a `recover` would see it as an error).
             for member in members { member.failAsCycle() }
+            if Tracking.reporting { Tracking.reportCycle(closedBy: self, members: members) }
             return self.finish(.failure(FutureError.cycle), origin: token)
         case .wait(let startsDeferred):
             if startsDeferred { target.startIfDeferred() }

@@ -361,6 +361,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         #if DEBUG
         LockChecks.checkNotFreedUnderStripe("a future")
         #endif
+        if flag(StorageFlags.tracked) { trackedFutureFreed() }
         // A pending future's callbacks may hold the next future of a long chain, a link holds the
         // next link, a split future's forward the next split-off state, and the closures in the
         // extras box (producer cancellation handlers, a deferred future's work, a join's progress
@@ -418,4 +419,9 @@ enum StorageFlags {
     /// merged such a future and took over its source. Cycle detection compresses no path through it
     /// (see ``CycleDetection``).
     @inlinable static var waitMayChange: UInt8 { 16 }
+    /// Diagnostics track this future (see ``Tracking``): its deinit tells them.
+    @inlinable static var tracked: UInt8 { 32 }
+    /// Someone registered on this future, adopted it or read its outcome: a failure freed without
+    /// it went unobserved.
+    @inlinable static var observed: UInt8 { 64 }
 }

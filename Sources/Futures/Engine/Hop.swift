@@ -173,7 +173,7 @@ protocol DroppedJobTarget: AnyObject, Sendable {
 extension FutureStorage: DroppedJobTarget {
     @usableFromInline
     func jobWasDropped() {
-        _ = finish(.failure(FutureError.droppedJob), origin: self)
+        if finish(.failure(FutureError.droppedJob), origin: self), Tracking.reporting { Tracking.report(droppedJobOf: self) }
     }
 }
 

@@ -48,6 +48,7 @@ extension FutureStorage {
     final func registerLocked(_ entry: inout CallbackEntry<Value>?, counted: Bool) -> RegisterStep {
         assertLocked()
         defer { checkInvariants() }
+        flags |= StorageFlags.observed
         switch phase {
         case .linked:
             linkedFutureTrap()

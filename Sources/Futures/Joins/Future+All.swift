@@ -23,13 +23,22 @@ extension Future {
     /// - Parameters:
     ///   - futures: the members.
     ///   - policy: what member failures do (``JoinPolicy``).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the values.
     @inlinable
     public static func all<Element>(
         _ futures: some Sequence<Future<Element>>,
-        policy: JoinPolicy = .failFast
+        policy: JoinPolicy = .failFast,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) -> Future<[Element]> where Value == [Element] {
         let members = Array(futures)
+        return allJoin(members, policy: policy).made("all", file, line, members: members)
+    }
+
+    @inlinable
+    static func allJoin<Element>(_ members: [Future<Element>], policy: JoinPolicy) -> Future<[Element]> where Value == [Element] {
         switch policy {
         case .failFast:
             return join(members, early: { _, outcome in
@@ -53,24 +62,34 @@ extension Future {
     /// as `.cancelled`.
     ///
     /// - Parameter futures: the members.
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the outcomes.
     @inlinable
     public static func allSettled<Element>(
-        _ futures: some Sequence<Future<Element>>
+        _ futures: some Sequence<Future<Element>>,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) -> Future<[Outcome<Element>]> where Value == [Outcome<Element>] {
-        joinRaw(Array(futures)) { outcomes in .success(outcomes) }
+        let members = Array(futures)
+        return joinRaw(members) { outcomes in .success(outcomes) }.made("allSettled", file, line, members: members)
     }
 
     /// Waits for every future and succeeds with their values in input order, `nil` where a member
     /// failed or was cancelled (OAPromise's replace-with-null policy).
     ///
     /// - Parameter futures: the members.
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the optional values.
     @inlinable
     public static func allOrNil<Element>(
-        _ futures: some Sequence<Future<Element>>
+        _ futures: some Sequence<Future<Element>>,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) -> Future<[Element?]> where Value == [Element?] {
-        joinRaw(Array(futures)) { outcomes in .success(outcomes.map(\.value)) }
+        let members = Array(futures)
+        return joinRaw(members) { outcomes in .success(outcomes.map(\.value)) }.made("allOrNil", file, line, members: members)
     }
 
     /// The outcome of the first future to complete. The losers are withdrawn from (cancelled if
@@ -78,12 +97,19 @@ extension Future {
     /// is; then the race is cancelled. No members: fails with ``FutureError/emptyInput``.
     ///
     /// - Parameter futures: the members.
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: the winner's outcome.
     @inlinable
-    public static func race(_ futures: some Sequence<Future<Value>>) -> Future<Value> {
+    public static func race(_ futures: some Sequence<Future<Value>>, file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
         let members = Array(futures)
         guard !members.isEmpty else { return Future(error: FutureError.emptyInput) }
-        return joinRaw(members, progress: .leading, early: { _, outcome in
+        return raceJoin(members).made("race", file, line, members: members)
+    }
+
+    @inlinable
+    static func raceJoin(_ members: [Future<Value>]) -> Future<Value> {
+        joinRaw(members, progress: .leading, early: { _, outcome in
             outcome.isCancelled ? nil : outcome
         }, settle: { _ in
             .cancelled  // Only reached when every member was cancelled.
@@ -96,12 +122,19 @@ extension Future {
     /// ``FutureError/emptyInput``.
     ///
     /// - Parameter futures: the members.
+    /// - Parameter file: the file of the call, for diagnostics; leave the default.
+    /// - Parameter line: the line of the call, for diagnostics; leave the default.
     /// - Returns: the first success.
     @inlinable
-    public static func any(_ futures: some Sequence<Future<Value>>) -> Future<Value> {
+    public static func any(_ futures: some Sequence<Future<Value>>, file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
         let members = Array(futures)
         guard !members.isEmpty else { return Future(error: FutureError.emptyInput) }
-        return joinRaw(members, progress: .leading, early: { _, outcome in
+        return anyJoin(members).made("any", file, line, members: members)
+    }
+
+    @inlinable
+    static func anyJoin(_ members: [Future<Value>]) -> Future<Value> {
+        joinRaw(members, progress: .leading, early: { _, outcome in
             outcome.isSuccess ? outcome : nil
         }, settle: { outcomes in
             // Only reached when no member succeeded.

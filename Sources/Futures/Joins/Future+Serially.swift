@@ -41,7 +41,7 @@ extension Future {
     /// }
     /// ```
     ///
-    /// The results are in input order and `policy` applies as in ``Future/all(_:policy:)``: with
+    /// The results are in input order and `policy` applies as in ``Future/all(_:policy:file:line:)``: with
     /// `.failFast`, the first failure fails the result and no further item starts. Cancelling the
     /// result cancels the operations in flight and starts no more.
     ///

@@ -37,6 +37,6 @@ extension Future {
         storage.startsOnDemand { storage in
             Promise(completing: storage, file: file, line: line).complete(with: body())
         }
-        return Future(storage: storage)
+        return Future(storage: storage).made("deferred", file, line)
     }
 }

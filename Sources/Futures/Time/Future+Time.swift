@@ -11,16 +11,20 @@ extension Future {
     ///   - duration: how long to wait, from now.
     ///   - value: the value to succeed with.
     ///   - clock: the clock to measure on; a manual clock in tests.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: the delayed future.
     public static func after<C: Clock>(
         _ duration: C.Duration,
         value: Value,
-        clock: C = ContinuousClock()
+        clock: C = ContinuousClock(),
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) -> Future<Value> {
-        let promise = Promise<Value>()
+        let promise = Promise<Value>(file: file, line: line)
         let timer = Timer.start(after: duration, clock: clock) { promise.succeed(value) }
         promise.onCancel { timer.cancel() }
-        return promise.future
+        return promise.future.made("after", file, line)
     }
 
     /// A future that completes like this one, `duration` after it does (successes and failures are
@@ -29,8 +33,10 @@ extension Future {
     /// - Parameters:
     ///   - duration: the delay after this future completes.
     ///   - clock: the clock to measure on.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a delayed future derived from this one (one of its consumers).
-    public func delayed<C: Clock>(by duration: C.Duration, clock: C = ContinuousClock()) -> Future<Value> {
+    public func delayed<C: Clock>(by duration: C.Duration, clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
         let derived = FutureStorage<Value>()
         storage.register({ outcome in
             if case .cancelled = outcome {
@@ -42,7 +48,7 @@ extension Future {
             }
             derived.onCancel { timer.cancel() }
         }, derived: derived)
-        return Future(storage: derived)
+        return Future(storage: derived).made("delayed", file, line)
     }
 
     /// A future that completes like this one, or fails with ``FutureError/timedOut`` if this one
@@ -60,8 +66,10 @@ extension Future {
     /// - Parameters:
     ///   - duration: how long to wait, from now.
     ///   - clock: the clock to measure on.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future derived from this one (one of its consumers).
-    public func timeout<C: Clock>(after duration: C.Duration, clock: C = ContinuousClock()) -> Future<Value> {
+    public func timeout<C: Clock>(after duration: C.Duration, clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
         let derived = FutureStorage<Value>()
         let source = storage
         // Listen first, then arm: a source that has already completed completes `derived` before
@@ -69,7 +77,7 @@ extension Future {
         storage.register({ outcome in
             _ = derived.finish(outcome, origin: derived)
         }, derived: derived)
-        if derived.outcome != nil { return Future(storage: derived) }
+        if derived.outcome != nil { return Future(storage: derived).made("timeout", file, line) }
         let timer = Timer.start(after: duration, clock: clock) {
             // A source that completed before the deadline passed never times out, even if its
             // outcome has not reached `derived` yet.
@@ -87,6 +95,6 @@ extension Future {
             _ = derived.finish(.failure(FutureError.timedOut), origin: timedOut)
         }
         derived.register({ _ in timer.cancel() }, asConsumer: false)
-        return Future(storage: derived)
+        return Future(storage: derived).made("timeout", file, line)
     }
 }

@@ -70,6 +70,9 @@ struct FileSource: Sendable {
 /// future stops the chain before its next chunk (or the first job before it opens the file).
 func sha256(of source: FileSource, buffers: BufferPool, counted: (@Sendable (Int) -> Void)?) -> Future<Digest> {
     let promise = Promise<Digest>()
+    if FutureDiagnostics.isTracking {
+        promise.future.named(source.isStandardInput ? "read standard input" : "read \(source.names.string(source.name))")
+    }
     DispatchQueue.global().async {
         if promise.isCancelled { return }
         do {

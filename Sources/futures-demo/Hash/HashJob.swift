@@ -31,6 +31,9 @@ struct HashJob {
         // Listening for Ctrl-C first: from here on it cancels the run instead of killing it.
         let interrupt = Interrupt { _ = stop.cancel() }
         defer { interrupt.end() }
+        // Ctrl-\ prints what is still pending (a read that waits on a FIFO nobody writes, say).
+        let quitDump = QuitDump()
+        defer { withExtendedLifetime(quitDump) {} }
         let showsBar = isatty(STDERR_FILENO) != 0
 
         // The list of files.

@@ -1,0 +1,273 @@
+import Foundation
+import Futures
+import FuturesTestSupport
+import Testing
+
+/// A scope whose events a test reads: the events of the futures made inside it, none of other
+/// tests'.
+final class EventScope: Sendable {
+    let scope: FutureDiagnostics.Scope
+    let recorded = Recorder<FutureEvent>()
+    let events: AsyncStream<FutureEvent>
+
+    init() {
+        FutureDiagnostics.startTracking()
+        let (events, continuation) = AsyncStream<FutureEvent>.makeStream()
+        let recorded = recorded
+        self.events = events
+        scope = FutureDiagnostics.Scope { event in
+            recorded.append(event)
+            continuation.yield(event)
+        }
+    }
+
+    /// Waits for the next event.
+    func next() async -> FutureEvent? {
+        var iterator = events.makeAsyncIterator()
+        return await iterator.next()
+    }
+}
+
+struct TrackedTestError: Error {}
+
+@Suite struct DiagnosticsTests {
+    @Test func aTrackedFutureRecordsItsKindCallSiteAndName() throws {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let (promise, promiseLine) = scope.run { (Promise<Int>(), #line) }
+        let (doubled, mapLine) = scope.run { (promise.future.map(on: .immediate) { $0 * 2 }.named("doubled"), #line) }
+        let pending = scope.pendingFutures
+        #expect(pending.count == 2)
+        let source = try #require(pending.first { $0.kind == "promise" })
+        let mapped = try #require(pending.first { $0.kind == "map" })
+        #expect(source.file == #fileID)
+        #expect(source.line == promiseLine)
+        #expect(source.consumers == 1)
+        #expect(source.waitingOn.isEmpty)
+        #expect(mapped.file == #fileID)
+        #expect(mapped.line == mapLine)
+        #expect(mapped.name == "doubled")
+        #expect(mapped.waitingOn == [source.id])
+        #expect(mapped.consumers == 0)
+        #expect(mapped.description.contains("doubled (map) at \(#fileID):\(mapLine)"))
+        #expect(doubled.description == "Future<Int>(pending, \"doubled\")")
+        promise.succeed(21)
+        #expect(doubled.outcome?.value == 42)
+        #expect(scope.pendingFutures.isEmpty)
+    }
+
+    @Test func observersAreCountedApartFromConsumers() throws {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let promise = scope.run { Promise<Int>() }
+        promise.future.whenComplete(on: .immediate) { _ in }
+        promise.future.whenComplete(on: .immediate) { _ in }
+        let pending = try #require(scope.pendingFutures.first)
+        #expect(pending.consumers == 0)
+        #expect(pending.observers == 2)
+        promise.succeed(1)
+    }
+
+    @Test func theDumpIsATreeFromWhatNobodyWaitsOnDownToTheProducers() {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let (first, second, joined) = scope.run {
+            let first = Promise<Int>()
+            let second = Promise<Int>()
+            let joined = Future.all([first.future.named("first"), second.future.named("second")]).named("both")
+            return (first, second, joined)
+        }
+        let lines = scope.dumpPending().split(separator: "\n").map(String.init)
+        #expect(lines.count == 4)
+        #expect(lines[0] == "3 pending futures:")
+        #expect(lines[1].hasPrefix("  #") && lines[1].contains("both (all)"))
+        #expect(lines[2].hasPrefix("    #") && lines[2].contains("first (promise)"))
+        #expect(lines[3].hasPrefix("    #") && lines[3].contains("second (promise)"))
+        first.succeed(1)
+        let after = scope.dumpPending()
+        #expect(!after.contains("first"))
+        #expect(after.contains("second"))
+        second.succeed(2)
+        #expect(joined.outcome?.value == [1, 2])
+        #expect(scope.dumpPending() == "no pending futures\n")
+    }
+
+    @Test func theTestHelperFailsWhenFuturesAreLeftPending() throws {
+        let left = Recorder<Promise<Int>>()
+        let error = #expect(throws: PendingFuturesLeft.self) {
+            try expectNoPendingFutures {
+                let promise = Promise<Int>()
+                left.append(promise)
+                _ = promise.future.map(on: .immediate) { $0 + 1 }.named("plus one")
+            }
+        }
+        #expect(error?.futures.map(\.kind) == ["promise", "map"])
+        #expect(error?.description.contains("plus one (map)") == true)
+        left.all.first?.succeed(1)
+        let value = try expectNoPendingFutures {
+            let promise = Promise<Int>()
+            let mapped = promise.future.map(on: .immediate) { $0 + 1 }
+            promise.succeed(1)
+            return mapped.outcome?.value
+        }
+        #expect(value == 2)
+    }
+
+    @Test func scopesRunningInParallelSeeOnlyTheirOwnFutures() async throws {
+        FutureDiagnostics.startTracking()
+        let scopes = (0..<4).map { _ in FutureDiagnostics.Scope() }
+        let promises = await withTaskGroup(of: (Int, Promise<Int>).self) { group in
+            for (index, scope) in scopes.enumerated() {
+                group.addTask {
+                    scope.run { (index, Promise<Int>()) }
+                }
+            }
+            var made: [Int: Promise<Int>] = [:]
+            for await (index, promise) in group { made[index] = promise }
+            return made
+        }
+        for scope in scopes {
+            #expect(scope.pendingFutures.count == 1)
+        }
+        let ids = Set(scopes.compactMap { $0.pendingFutures.first?.id })
+        #expect(ids.count == 4)
+        for promise in promises.values { promise.succeed(0) }
+        #expect(scopes.allSatisfy { $0.pendingFutures.isEmpty })
+    }
+
+    @Test func aBrokenPromiseIsReportedWithWhereItWasMade() throws {
+        let log = EventScope()
+        var line = 0
+        let future: Future<Int> = log.scope.run {
+            let promise = Promise<Int>(); line = #line
+            return promise.future
+        }
+        #expect(future.outcome?.error != nil)
+        let events = log.recorded.all
+        #expect(events.count == 1)
+        guard case .brokenPromise(let description, let error)? = events.first else {
+            Issue.record("expected a broken promise, got \(events)")
+            return
+        }
+        #expect(description.kind == "promise")
+        #expect(description.line == line)
+        #expect(error == .brokenPromise(file: #fileID, line: line))
+    }
+
+    @Test func aFailureNobodyObservedIsReportedWhenItIsFreed() throws {
+        let log = EventScope()
+        var line = 0
+        log.scope.run {
+            let promise = Promise<Int>(); line = #line
+            promise.fail(TrackedTestError())
+        }
+        let events = log.recorded.all
+        #expect(events.count == 1)
+        guard case .unobservedFailure(let description, let error)? = events.first else {
+            Issue.record("expected an unobserved failure, got \(events)")
+            return
+        }
+        #expect(description.line == line)
+        #expect(error is TrackedTestError)
+    }
+
+    @Test func aFailureSomeoneObservedIsNotReported() {
+        let log = EventScope()
+        log.scope.run {
+            let registered = Promise<Int>()
+            registered.future.whenFailure(on: .immediate) { _ in }
+            registered.fail(TrackedTestError())
+            let read = Promise<Int>()
+            read.fail(TrackedTestError())
+            #expect(read.future.outcome?.error is TrackedTestError)
+            let adopted = Promise<Int>()
+            adopted.fail(TrackedTestError())
+            let adopter = Promise<Int>()
+            adopter.complete(with: adopted.future)
+            adopter.future.whenComplete(on: .immediate) { _ in }
+        }
+        #expect(log.recorded.all.isEmpty)
+    }
+
+    @Test func aCycleIsReported() {
+        let log = EventScope()
+        let promise = log.scope.run { Promise<Int>() }
+        log.scope.run { _ = promise.complete(with: promise.future.map(on: .immediate) { $0 + 1 }) }
+        #expect(promise.future.outcome?.error as? FutureError == .cycle)
+        let events = log.recorded.all
+        #expect(events.count == 1)
+        guard case .cycle(let description, _)? = events.first else {
+            Issue.record("expected a cycle, got \(events)")
+            return
+        }
+        #expect(description.kind == "promise")
+    }
+
+    @Test func aDroppedJobIsReported() async {
+        struct DroppingExecutor: Executor {
+            func execute(_ work: @escaping @Sendable () -> Void) {}
+        }
+        let log = EventScope()
+        let (promise, line) = log.scope.run { (Promise<Int>(), #line) }
+        let mapped = log.scope.run { promise.future.map(on: DroppingExecutor()) { $0 } }
+        promise.succeed(1)
+        let event = await log.next()
+        guard case .droppedJob(let description)? = event else {
+            Issue.record("expected a dropped job, got \(String(describing: event))")
+            return
+        }
+        #expect(description.kind == "map")
+        #expect(description.line == line + 1)
+        #expect(mapped.outcome?.error as? FutureError == .droppedJob)
+    }
+
+    @Test func theWatchdogReportsEachStalledFutureOnce() async throws {
+        let log = EventScope()
+        let clock = ManualClock()
+        let first = log.scope.run { Promise<Int>() }
+        let watchdog = FutureDiagnostics.watch(olderThan: .zero, every: .seconds(1), clock: clock)
+        clock.advance(by: .seconds(1))
+        let event = await log.next()
+        guard case .stalled(let stalled)? = event else {
+            Issue.record("expected a stalled future, got \(String(describing: event))")
+            return
+        }
+        #expect(stalled.kind == "promise")
+        let second = log.scope.run { Promise<Int>() }
+        clock.advance(by: .seconds(1))
+        _ = await log.next()
+        // The second look reported the new future alone, not the first again.
+        let reported = log.recorded.all.compactMap { event -> UInt64? in
+            if case .stalled(let future) = event { return future.id }
+            return nil
+        }
+        #expect(reported.count == 2)
+        #expect(Set(reported).count == 2)
+        _ = watchdog.cancel()
+        first.succeed(1)
+        second.succeed(2)
+    }
+
+    @Test func theTreeOfALongChainIsPrintedOnASmallStack() {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let length = 20_000
+        let promise = scope.run { Promise<Int>() }
+        let last = scope.run {
+            var future = promise.future
+            for _ in 0..<length { future = future.map(on: .immediate) { $0 + 1 } }
+            return future
+        }
+        let lines = Recorder<String>()
+        onSmallStack {
+            for line in scope.dumpPending().split(separator: "\n") { lines.append(String(line)) }
+        }
+        let all = lines.all
+        #expect(all.count == length + 2)
+        #expect(all.first == "\(length + 1) pending futures:")
+        #expect(all.last?.contains("(depth \(length + 1)) #") == true)
+        #expect(all.last?.contains(" promise at ") == true)
+        promise.succeed(0)
+        #expect(last.outcome?.value == length)
+    }
+}
