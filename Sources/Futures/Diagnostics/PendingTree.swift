@@ -28,7 +28,10 @@ struct PendingTree {
     /// million pending futures is a million levels deep. Past `deepest` levels the indentation stops
     /// growing and each line says its depth instead.
     private func walk(_ root: UInt64, depth: Int, shown: inout Set<UInt64>, into lines: inout [String]) {
-        enum Step { case enter(UInt64, depth: Int), leave(UInt64) }
+        enum Step {
+            case enter(UInt64, depth: Int)
+            case leave(UInt64)
+        }
         let deepest = 32
         var path: Set<UInt64> = []  // the futures from the root down to the one being printed
         var stack: [Step] = [.enter(root, depth: depth)]

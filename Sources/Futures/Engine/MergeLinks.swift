@@ -286,16 +286,16 @@ extension FutureStorage {
     /// split in any order then keeps its head's table complete, and each walk takes one forward
     /// from it, or a few.
     static func recordSplit(_ state: FutureStorage<Value>, path: ForwardPath, at holder: FutureStorage<Value>, depth: Int32) {
-        guard path.forwards > 0, let head = path.head else { return }
-        let head_ = unsafeDowncast(head, to: FutureStorage<Value>.self)
+        guard path.forwards > 0, let found = path.head else { return }
+        let head = unsafeDowncast(found, to: FutureStorage<Value>.self)
         // Where `state`'s part ends: the holder's next threshold after `depth` (its shallowest
         // before this split), in the head's depths.
         let next = LockTable.withLock(holder) { holder.extras?.forward?.entry(at: depth)?.next ?? Int32.max }
         var end = path.reach
         if next != Int32.max { end = min(end, Int64(path.headDepth) - Int64(depth) + Int64(next)) }
         guard end == path.headEnd else { return }
-        let lock = LockTable.acquire(head_)
-        if head_.phase != .linked, let forward = head_.extras?.forward { forward.addSplitBelow(at: path.headDepth, target: state) }
+        let lock = LockTable.acquire(head)
+        if head.phase != .linked, let forward = head.extras?.forward { forward.addSplitBelow(at: path.headDepth, target: state) }
         LockTable.release(lock)
     }
 
