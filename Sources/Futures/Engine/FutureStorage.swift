@@ -189,15 +189,25 @@ final class MergeForwards<Value: Sendable> {
         }
         guard depth > shallowest else { return }
         if let first = deepDepths.first, depth >= first {
-            let index = deepDepths.firstIndex { $0 >= depth }!
-            guard deepDepths[index] != depth else { return }
-            deepDepths.insert(depth, at: index)
-            deepTargets.insert(target, at: index)
+            // The first deep threshold not below `depth` (there is one: `depth` is not the deepest).
+            var low = 0, high = deepDepths.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if deepDepths[middle] >= depth { high = middle } else { low = middle + 1 }
+            }
+            guard deepDepths[low] != depth else { return }
+            deepDepths.insert(depth, at: low)
+            deepTargets.insert(target, at: low)
         } else {
-            let index = shallowDepths.firstIndex { $0 <= depth }!
-            guard shallowDepths[index] != depth else { return }
-            shallowDepths.insert(depth, at: index)
-            shallowTargets.insert(target, at: index)
+            // The first shallow threshold not above `depth` (there is one: the shallowest).
+            var low = 0, high = shallowDepths.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
+            }
+            guard shallowDepths[low] != depth else { return }
+            shallowDepths.insert(depth, at: low)
+            shallowTargets.insert(target, at: low)
         }
     }
 
