@@ -382,6 +382,7 @@ extension FutureStorage {
         if let forward = target.extras?.forward {
             extras.forward = MergeForwards(shifting: forward, by: depth)
         }
+        assert(currentRelation.factors.count == Int(depth) - 1, "a merge set's weights, one per depth above the adopter")
         extras.depth = depth + (target.extras?.depth ?? 0)
         let progressChange = composeProgressOnMerge(with: target)
         consumesUpstream = target.consumesUpstream
@@ -442,17 +443,9 @@ extension FutureStorage {
         state.immortal = immortal
         swap(&state.upstream, &upstream)
         state.mayHoldChain = true
-        // Progress: the new future is driven as this one was, without the weights of the futures
-        // above `depth`; this one then waits on it, its value unchanged.
-        let relation = currentRelation
-        var below = relation
-        below.offset = 0
-        below.scale = 1
-        var above = relation
-        above.weight = nil
-        above.adopted = false
-        above.ownPart = 0
-        above.innerPart = 0
+        // Progress: the new future is driven as this one was, with the weights of the depths from
+        // `depth` down; this one keeps those above and then waits on it, its value unchanged.
+        let (above, below) = takeCurrentRelation().split(at: Int(depth))
         var unfollow: (source: any ConsumerSource, follower: ObjectIdentifier)? = nil
         if let progress {
             let split = ProgressState(relation: below)

@@ -1,6 +1,8 @@
 /// Progress composition: how a future's progress follows from the futures that drive it, and how
 /// an adoption (a merge, or waiting on an adopted future) changes that.
 
+import Foundation
+
 /// How a future's progress derives from the future that drives it (its *subject*: itself, or after
 /// merges the adopted future it was merged with): the subject's own (or upstream's) progress
 /// weighted by `weight` for a flatMap, or `weight + (1 - weight) * innerPart` once the subject has
@@ -13,6 +15,9 @@ struct ProgressRelation {
     var adopted = false
     var offset = 0.0
     var scale = 1.0
+    /// The weights folded into `offset` and `scale`, one per depth of the merge set, so that a split
+    /// can give each part the weights of its own depths.
+    var factors = DepthFactors()
     /// Combined progress never goes backwards; a producer's own progress may.
     var monotonic = false
 
@@ -45,6 +50,8 @@ struct ProgressRelation {
         let w = weight ?? 0
         offset += scale * w
         scale *= 1 - w
+        factors.append(1 - w)
+        factors.append(contentsOf: target.factors)
         offset += scale * target.offset
         scale *= target.scale
         weight = target.weight
@@ -54,10 +61,106 @@ struct ProgressRelation {
         monotonic = monotonic || target.monotonic
     }
 
+    /// This relation cut at `depth` of its merge set: the part above drives the depths above it
+    /// and then waits, the part below drives the future that takes the depths from `depth` down,
+    /// with the subject. Composing the two gives this relation back.
+    func split(at depth: Int) -> (above: ProgressRelation, below: ProgressRelation) {
+        let (prefix, suffix) = factors.split(at: depth)
+        var below = self
+        below.factors = suffix
+        below.scale = suffix.product
+        below.offset = 1 - below.scale
+        var above = ProgressRelation(monotonic: monotonic)
+        above.factors = prefix
+        above.scale = prefix.product
+        above.offset = 1 - above.scale
+        return (above, below)
+    }
+
+    private init(monotonic: Bool) {
+        self.monotonic = monotonic
+    }
+
+    init() {}
+
     /// The subject adopted a future it waits on, which already had `innerProgress`.
     mutating func adoptWaiting(innerProgress: Double) {
         adopted = true
         innerPart = innerProgress
+    }
+}
+
+/// The factors of a merge set's depths, from its first future down: a `flatMap` of weight `w` at
+/// depth `d` makes the progress at `d` equal to `w + (1 - w) * p`, where `p` is the progress at
+/// `d + 1`, that is `1 - (1 - w) * (1 - p)`; its factor is `1 - w`. The progress at any depth is
+/// then `1 - f * (1 - s)`, where `f` is the product of the factors from there down and `s` the
+/// subject's own.
+///
+/// Kept in runs of equal factors, the first inline, so that a recursive loop, whose levels all
+/// have the same weight, stores one run however deep it goes and allocates nothing. A set with
+/// more than ``maximumRuns`` runs (weights that keep changing from level to level) folds its two
+/// shallowest runs into one with their product and their geometric mean as each depth's factor:
+/// the product of every range of whole runs stays exact, and a split inside a folded run gets
+/// the mean's share.
+struct DepthFactors {
+    struct Run: Equatable {
+        var factor: Double
+        var count: Int
+    }
+
+    static let maximumRuns = 16
+
+    private var head = Run(factor: 1, count: 0)
+    private var tail: [Run] = []
+    /// The number of depths.
+    private(set) var count = 0
+
+    var runs: [Run] { count == 0 ? [] : [head] + tail }
+
+    mutating func append(_ factor: Double, count depths: Int = 1) {
+        guard depths > 0 else { return }
+        defer { count += depths }
+        if count == 0 {
+            head = Run(factor: factor, count: depths)
+        } else if tail.isEmpty ? head.factor == factor : tail[tail.count - 1].factor == factor {
+            if tail.isEmpty { head.count += depths } else { tail[tail.count - 1].count += depths }
+        } else {
+            tail.append(Run(factor: factor, count: depths))
+            if tail.count >= Self.maximumRuns { head = Self.fold(head, tail.removeFirst()) }
+        }
+    }
+
+    mutating func append(contentsOf other: DepthFactors) {
+        guard other.count > 0 else { return }
+        append(other.head.factor, count: other.head.count)
+        for run in other.tail { append(run.factor, count: run.count) }
+    }
+
+    /// The product of every factor: what the progress at the first depth scales the subject's
+    /// remaining part by.
+    var product: Double {
+        guard count > 0 else { return 1 }
+        return tail.reduce(pow(head.factor, Double(head.count))) { $0 * pow($1.factor, Double($1.count)) }
+    }
+
+    /// The factors of the depths above `depth`, and those from `depth` down.
+    func split(at depth: Int) -> (DepthFactors, DepthFactors) {
+        var above = DepthFactors(), below = DepthFactors()
+        var passed = 0
+        for run in runs {
+            let upper = min(max(depth - passed, 0), run.count)
+            above.append(run.factor, count: upper)
+            below.append(run.factor, count: run.count - upper)
+            passed += run.count
+        }
+        return (above, below)
+    }
+
+    private static func fold(_ first: Run, _ second: Run) -> Run {
+        let total = first.count + second.count
+        guard first.factor > 0, second.factor > 0 else { return Run(factor: 0, count: total) }
+        let meanLog = (Double(first.count) * log(first.factor) + Double(second.count) * log(second.factor)) / Double(total)
+        return Run(factor: exp(meanLog), count: total)
     }
 }
 
@@ -74,7 +177,7 @@ extension FutureStorage {
     /// after this one's weight (both futures' locks held). Returns `nil` when neither uses progress
     /// (the relation is recorded in the extras box, which the adoption allocates anyway).
     final func composeProgressOnMerge(with target: FutureStorage<Value>) -> ProgressChange? {
-        var relation = currentRelation
+        var relation = takeCurrentRelation()
         relation.absorb(target.currentRelation)
         guard progress != nil || target.progress != nil else {
             ensureExtras.progressRelation = relation

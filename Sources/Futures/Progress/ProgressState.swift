@@ -115,6 +115,20 @@ extension FutureStorage: ProgressNode {
         progress?.relation ?? extras?.progressRelation ?? .initial(combines: combinesProgress)
     }
 
+    /// ``currentRelation``, leaving the stored one without its factors (its owner replaces it), so
+    /// that a change to the factors writes in place instead of copying them.
+    final func takeCurrentRelation() -> ProgressRelation {
+        if let progress {
+            defer { progress.relation.factors = DepthFactors() }
+            return progress.relation
+        }
+        if let extras, let relation = extras.progressRelation {
+            defer { extras.progressRelation?.factors = DepthFactors() }
+            return relation
+        }
+        return .initial(combines: combinesProgress)
+    }
+
     /// The progress state, created if needed (caller holds the lock).
     @usableFromInline var ensureProgress: ProgressState {
         if let progress { return progress }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import FuturesModel
 import FuturesTestSupport
 import Testing
@@ -189,8 +190,8 @@ struct MergeSplitTests {
         #expect(outer.future.progress == 0.5)
     }
 
-    /// Known limit: the future split off follows its producer's progress without the weights of the
-    /// `flatMap`s between them.
+    /// A future split off a merge set follows its producer's progress with the weights of the
+    /// `flatMap`s between them, and the future it split from keeps its own.
     @Test func aSplitAtAnIntermediateDepthKeepsItsOwnWeight() {
         let bottom = Promise<Int>(), gate = Promise<Int>()
         let middle = gate.future.flatMap(on: .immediate) { _ in bottom.future }
@@ -198,10 +199,49 @@ struct MergeSplitTests {
         #expect(gate.succeed(1))
         bottom.progress = 0.5
         #expect(top.progress == 0.875)
-        withKnownIssue("the split-off future's relation drops the weights between it and the producer") {
-            #expect(middle.progress == 0.75)
-        }
+        #expect(middle.progress == 0.75)
         #expect(top.progress == 0.875)
+    }
+
+    /// Three levels with different weights, merged into one set: each level, read once the set is
+    /// complete down to the producer, reports the weights from its own depth down.
+    @Test func eachSplitLevelReportsTheWeightsFromItsDepthDown() {
+        let producer = Promise<Int>()
+        let gates = (0..<3).map { _ in Promise<Int>() }
+        let third = gates[2].future.flatMap(progressWeight: 0.25, on: .immediate) { _ in producer.future }
+        let second = gates[1].future.flatMap(progressWeight: 0.5, on: .immediate) { _ in third }
+        let first = gates[0].future.flatMap(progressWeight: 0.75, on: .immediate) { _ in second }
+        for gate in gates { #expect(gate.succeed(0)) }
+        producer.progress = 0.5
+        // 1 - (1 - w) * (1 - p), from the producer up: 0.625, then 0.8125, then 0.953125.
+        #expect(first.progress == 0.953125)
+        #expect(third.progress == 0.625)
+        #expect(second.progress == 0.8125)
+        #expect(first.progress == 0.953125)
+        producer.progress = 0.75
+        #expect(third.progress == 0.8125)
+        #expect(second.progress == 0.90625)
+        #expect(first.progress == 0.9765625)
+    }
+
+    /// A recursive loop, every level a plain `flatMap` (weight 0.5), split in the middle: the
+    /// split-off future counts only the levels from its own down.
+    @Test func aDeepLoopSplitInTheMiddleReportsItsOwnLevels() {
+        let levels = 40
+        let producer = Promise<Int>()
+        let gates = (0..<levels).map { _ in Promise<Int>() }
+        var chain: [Future<Int>] = [gates[levels - 1].future.flatMap(on: .immediate) { _ in producer.future }]
+        for level in (0..<(levels - 1)).reversed() {
+            let inner = chain[0]
+            chain.insert(gates[level].future.flatMap(on: .immediate) { _ in inner }, at: 0)
+        }
+        // Opened from the top, each level merges the next: one set, `levels` deep.
+        for gate in gates { #expect(gate.succeed(0)) }
+        producer.progress = 0.5
+        let middle = levels / 2
+        #expect(chain[middle].progress == 1 - 0.5 * pow(0.5, Double(levels - middle)))
+        #expect(chain[0].progress == 1 - 0.5 * pow(0.5, Double(levels)))
+        #expect(chain[levels - 1].progress == 0.75)
     }
 
     // MARK: Cost
