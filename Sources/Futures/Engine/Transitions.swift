@@ -3,8 +3,9 @@
 /// Each of them runs with the future's stripe lock held (two locks for the adoption edges), takes
 /// no lock, runs no user code and releases nothing: it only moves state and returns what is left
 /// to do, which the caller (registration, completion, withdrawal, adoption) does after the lock.
-/// The caller reaches them through ``FutureStorage/withState(_:then:)``, the one loop that follows
-/// merge links, so none of them ever sees a linked future.
+/// The caller reaches them through ``FutureStorage/withState(_:then:)``, `withOwnState` or
+/// `withStateAndDepth`, which follow merge links to the future holding the state, so none of them
+/// ever sees a linked future.
 ///
 /// ```
 ///   event                  from                          to                                 function
