@@ -99,7 +99,8 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
         _ = await started.future.result
         session.invalidateAndCancel()
         for page in pages {
-            #expect(await page.result.isCancelled)
+            let result = await page.result
+            #expect(result.isCancelled, "ended \(result)")
         }
         try await server.shutdown()
     }
