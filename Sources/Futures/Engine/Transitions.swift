@@ -587,6 +587,16 @@ extension FutureStorage {
         switch phase {
         case .pending:
             precondition(!draining, "a pending future is draining")
+            if let extras {
+                // One weight per depth of the merge set, and one more in a future whose deepest
+                // level waits on the future a split made of the levels below it.
+                let weights = currentRelation.factors.count
+                precondition(extras.depth >= 0, "a merge set deeper than Int32")
+                precondition(
+                    weights == Int(extras.depth) || weights == Int(extras.depth) + 1,
+                    "a merge set keeps \(weights) weights for \(extras.depth) depths"
+                )
+            }
         case .completed:
             precondition(upstream == nil, "a completed future keeps its upstream")
             precondition(!mayHoldChain, "a completed future may hold a chain")
