@@ -163,6 +163,7 @@ let benchmarks: @Sendable () -> Void = {
     scenarioK()
     scenarioL()
     scenarioM()
+    scenarioP()
 }
 
 // MARK: (a) a pending future, one callback on a serial queue, completed from another queue

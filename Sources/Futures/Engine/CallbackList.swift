@@ -118,6 +118,31 @@ struct CallbackList<Value: Sendable> {
         if rest == nil { rest = [entry] } else { rest!.append(entry) }
     }
 
+    /// Whether every entry is one that nobody can take off (an observer's, not a consumer's or a
+    /// join member's).
+    var holdsOnlyObservers: Bool {
+        guard let first else { return true }
+        guard first.key == nil else { return false }
+        guard let rest else { return true }
+        for entry in rest where entry?.key != nil { return false }
+        return true
+    }
+
+    /// The entries (not the holes), in order.
+    var entries: [CallbackEntry<Value>] {
+        guard let first else { return [] }
+        var all = [first]
+        for entry in rest ?? [] where entry != nil { all.append(entry!) }
+        return all
+    }
+
+    /// Makes room for `count` entries in all, so that appending them grows the list once.
+    mutating func reserveCapacity(_ count: Int) {
+        guard count > 1 else { return }
+        if rest == nil { rest = [] }
+        rest!.reserveCapacity(count - 1)
+    }
+
     /// Appends the entries of `other` (not its holes).
     @inlinable
     mutating func append(contentsOf other: CallbackList<Value>) {

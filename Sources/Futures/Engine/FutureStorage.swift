@@ -72,13 +72,33 @@ final class Extras<Value: Sendable> {
     @exclusivity(unchecked) @usableFromInline var forward: MergeForwards<Value>?
     /// The depth of the deepest future merged into this one (0: none).
     @exclusivity(unchecked) @usableFromInline var depth: Int32 = 0
+    /// Observers (callbacks nobody takes off again: `whenFailure` and the like) that were
+    /// registered on futures before they were merged into this one, each with the depth of its
+    /// future, in order of depth. A future whose only registrants are such observers still merges,
+    /// so a recursive loop that observes every level keeps one future, not one per level; they run
+    /// when this one completes, the deepest first, as they would have had each level waited on the
+    /// next; a split hands those of its depths to the new future.
+    @exclusivity(unchecked) @usableFromInline var mergedObservers: [MergedObserver<Value>]?
 
     @usableFromInline init() {}
 
     /// Whether freeing this box may free a chain of futures (see ``FutureStorage``'s deinit).
     @inlinable var mayHoldChain: Bool {
         forward != nil || !cancelHandlers.isEmpty || onDemand != nil || onProgressDemand != nil
-            || completionToken != nil
+            || completionToken != nil || mergedObservers != nil
+    }
+}
+
+/// An observer carried by a merge set, with the depth of the future it was registered on (see
+/// ``Extras/mergedObservers``).
+@usableFromInline
+struct MergedObserver<Value: Sendable> {
+    @usableFromInline let depth: Int32
+    @usableFromInline let entry: CallbackEntry<Value>
+
+    @inlinable init(depth: Int32, entry: CallbackEntry<Value>) {
+        self.depth = depth
+        self.entry = entry
     }
 }
 

@@ -191,6 +191,7 @@ extension FutureStorage {
         phase = .completed
         storedOutcome = outcome
         mayHoldChain = false
+        if let observers = extras?.mergedObservers.take() { runMergedObserversFirst(observers) }
         work.drain = !callbacks.isEmpty
         draining = work.drain
         work.cancelled = outcome.isCancelled
@@ -206,6 +207,24 @@ extension FutureStorage {
             work.unfollow = progress.forwarding
         }
         checkInvariants()
+    }
+
+    /// Puts the observers of the futures merged into this one before its own callbacks, the
+    /// deepest first, each depth's in the order they were registered: the order in which they
+    /// would have run had each level waited on the next instead.
+    @usableFromInline @inline(never)
+    final func runMergedObserversFirst(_ observers: [MergedObserver<Value>]) {
+        var list = CallbackList<Value>()
+        list.reserveCapacity(observers.count + callbacks.count)
+        var end = observers.count
+        while end > 0 {
+            var start = end - 1
+            while start > 0, observers[start - 1].depth == observers[end - 1].depth { start -= 1 }
+            for observer in observers[start..<end] { list.append(observer.entry) }
+            end = start
+        }
+        list.append(contentsOf: callbacks)
+        callbacks = list
     }
 
     /// Whether `outcome` is one a withdrawing adopter ends with (cancelled, or failed as a member
@@ -384,6 +403,15 @@ extension FutureStorage {
             extras.forward = MergeForwards(shifting: forward, by: depth)
         }
         assert(currentRelation.factors.count == Int(depth) - 1, "a merge set's weights, one per depth above the adopter")
+        if !target.callbacks.isEmpty || target.extras?.mergedObservers != nil {
+            var observers = extras.mergedObservers.take() ?? []
+            for entry in target.callbacks.entries { observers.append(MergedObserver(depth: depth, entry: entry)) }
+            target.callbacks = CallbackList()
+            for observer in target.extras?.mergedObservers ?? [] {
+                observers.append(MergedObserver(depth: observer.depth + depth, entry: observer.entry))
+            }
+            extras.mergedObservers = observers
+        }
         extras.depth = depth + (target.extras?.depth ?? 0)
         let progressChange = composeProgressOnMerge(with: target)
         consumesUpstream = target.consumesUpstream
@@ -433,6 +461,21 @@ extension FutureStorage {
             }
         }
         extras.cancelHandlers = kept
+        if var observers = extras.mergedObservers.take() {
+            var cut = observers.count
+            while cut > 0, observers[cut - 1].depth >= depth { cut -= 1 }
+            var deeper: [MergedObserver<Value>] = []
+            for observer in observers[cut...] {
+                if observer.depth == depth {
+                    state.callbacks.append(observer.entry)  // registered on the future `state` now is
+                } else {
+                    deeper.append(MergedObserver(depth: observer.depth - depth, entry: observer.entry))
+                }
+            }
+            observers.removeSubrange(cut...)
+            extras.mergedObservers = observers.isEmpty ? nil : observers
+            moved.mergedObservers = deeper.isEmpty ? nil : deeper
+        }
         swap(&moved.onProgressDemand, &extras.onProgressDemand)
         // The new future holds the depths from `depth` down to this one's shallowest threshold, if
         // it has one: the deeper ones stay where this one's table sends them, and the table stays
@@ -526,8 +569,8 @@ extension FutureStorage {
     /// adopter waits on it.
     final var isMergeableLocked: Bool {
         assertLocked()
-        return phase == .pending && consumers == 0 && callbacks.isEmpty
-            && progress?.observers.isEmpty ?? true && extras?.onDemand == nil
+        return phase == .pending && consumers == 0 && callbacks.holdsOnlyObservers
+            && progress?.observers.isEmpty ?? true && extras?.onDemand == nil && extras?.completionToken == nil
     }
 
     /// This pending adopter adopted `never`: nothing but cancellation completes it now.

@@ -374,4 +374,74 @@ struct MergeSplitTests {
         #expect(root == nil)
         #expect(state == nil)
     }
+
+    // MARK: Observers carried by a merge set
+
+    /// A chain of adoptions, each level with an observer: each level's promise adopts the future
+    /// of the level below it, the last one `producer`'s. Returns the levels, the top first.
+    static func observedChain(_ levels: Int, producer: Promise<Int>, seen: Recorder<String>) -> [Future<Int>] {
+        var chain: [Future<Int>] = []
+        var inner = producer.future
+        for level in (1..<levels).reversed() {
+            let promise = Promise<Int>()
+            promise.future.whenComplete(on: .immediate) { seen.append("\(level) \($0)") }
+            #expect(promise.complete(with: inner))
+            chain.insert(promise.future, at: 0)
+            inner = promise.future
+        }
+        let top = Promise<Int>()
+        #expect(top.complete(with: inner))
+        chain.insert(top.future, at: 0)
+        return chain
+    }
+
+    /// A future whose only registrants are observers still merges: the chain keeps one future,
+    /// and every observer runs once, the deepest first, as if each level had waited on the next.
+    @Test func observedLevelsMergeAndTheirObserversRunDeepestFirst() {
+        let producer = Promise<Int>()
+        let seen = Recorder<String>()
+        let chain = Self.observedChain(4, producer: producer, seen: seen)
+        for level in chain.dropFirst() {
+            #expect(LockTable.withLock(level.storage) { level.storage.phase } == .linked)
+        }
+        #expect(producer.succeed(7))
+        #expect(chain[0].outcome?.value == 7)
+        #expect(seen.all == ["3 success(7)", "2 success(7)", "1 success(7)"])
+    }
+
+    /// A consumer arriving on an observed level splits the set there: that level's observers go
+    /// with the new future, and see its outcome, not the cancellation of the levels above.
+    @Test func aSplitTakesTheObserversOfItsDepths() {
+        let producer = Promise<Int>()
+        let seen = Recorder<String>()
+        let middle = Promise<Int>()
+        middle.future.whenComplete(on: .immediate) { seen.append("middle \($0)") }
+        #expect(middle.complete(with: producer.future))
+        let top = Promise<Int>()
+        top.future.whenComplete(on: .immediate) { seen.append("top \($0)") }
+        let outer = Future(value: 0).flatMap(on: .immediate) { _ in top.future }
+        #expect(top.complete(with: middle.future))
+        // A consumer of the middle level: the set splits at its depth.
+        let doubled = middle.future.map(on: .immediate) { $0 * 2 }
+        // The outer level's only consumer leaves: it and `top`, merged into it, are cancelled.
+        #expect(outer.cancel())
+        #expect(seen.all == ["top cancelled"])
+        #expect(producer.succeed(21))
+        #expect(doubled.outcome?.value == 42)
+        #expect(seen.all == ["top cancelled", "middle success(21)"])
+    }
+
+    /// A future whose completion token was read keeps its identity when adopted: the token is
+    /// cancelled when the future completes.
+    @Test func aFutureWithACompletionTokenIsNotMerged() {
+        let inner = Promise<Int>()
+        let token = inner.future.completionToken
+        let outer = Promise<Int>()
+        #expect(outer.complete(with: inner.future))
+        #expect(!token.isCancelled)
+        #expect(inner.succeed(1))
+        #expect(token.isCancelled)
+        #expect(outer.future.outcome?.value == 1)
+    }
 }
+
