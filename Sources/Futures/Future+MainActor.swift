@@ -20,7 +20,7 @@ extension Future {
         map(hop: Hop(executor), onMainActor(transform)).made("map", file, line)
     }
 
-    /// ``map(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @inlinable
     @_disfavoredOverload
@@ -32,7 +32,7 @@ extension Future {
     }
 
     /// ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)`` with a `@MainActor` transform that returns a future: the result is a future of
-    /// a future, which is rarely meant. Use ``flatMap(on:file:line:_:)`` to continue with the returned
+    /// a future, which is rarely meant. Use ``flatMap(on:file:line:_:)-(Executor,_,_,_)`` to continue with the returned
     /// future.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
@@ -45,7 +45,7 @@ extension Future {
         map(hop: Hop(executor), onMainActor(transform)).made("map", file, line)
     }
 
-    /// ``map(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
@@ -57,7 +57,7 @@ extension Future {
         map(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``flatMap(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``flatMap(on:file:line:_:)-(Executor,_,_,_)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -75,7 +75,7 @@ extension Future {
         flatMap(hop: Hop(executor), onMainActor(transform)).made("flatMap", file, line)
     }
 
-    /// ``flatMap(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``flatMap(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @inlinable
     @_disfavoredOverload
@@ -86,7 +86,7 @@ extension Future {
         flatMap(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``mapError(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``mapError(on:file:line:_:)-(Executor,_,_,_)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -107,7 +107,7 @@ extension Future {
         }.made("mapError", file, line)
     }
 
-    /// ``mapError(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``mapError(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @inlinable
     @_disfavoredOverload
@@ -121,7 +121,7 @@ extension Future {
         }
     }
 
-    /// ``recover(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``recover(on:file:line:_:)-(Executor,_,_,_)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -139,7 +139,7 @@ extension Future {
         recover(hop: Hop(executor), onMainActor(transform)).made("recover", file, line)
     }
 
-    /// ``recover(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``recover(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @inlinable
     @_disfavoredOverload
@@ -150,7 +150,7 @@ extension Future {
         recover(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``flatMapError(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``flatMapError(on:file:line:_:)-(Executor,_,_,_)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -168,7 +168,7 @@ extension Future {
         flatMapError(hop: Hop(executor), onMainActor(transform)).made("flatMapError", file, line)
     }
 
-    /// ``flatMapError(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``flatMapError(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @inlinable
     @_disfavoredOverload
@@ -179,7 +179,7 @@ extension Future {
         flatMapError(hop: Hop(executor), onMainActor(transform))
     }
 
-    /// ``always(on:file:line:_:)`` with a `@MainActor` side effect, run on the main queue.
+    /// ``always(on:file:line:_:)-(Executor,_,_,_)`` with a `@MainActor` side effect, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -198,7 +198,7 @@ extension Future {
         return always(hop: Hop(executor)) { outcome in try? isolated(outcome) }.made("always", file, line)
     }
 
-    /// ``always(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``always(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @inlinable
     @_disfavoredOverload
@@ -257,7 +257,7 @@ extension Future {
         whenComplete(hop: Hop(executor)) { outcome in try? isolated(outcome) }
     }
 
-    /// ``mapOutcome(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``mapOutcome(on:file:line:_:)-(Executor,_,_,_)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -278,7 +278,7 @@ extension Future {
         }.made("mapOutcome", file, line)
     }
 
-    /// ``mapOutcome(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``mapOutcome(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @inlinable
     @_disfavoredOverload
@@ -292,7 +292,7 @@ extension Future {
         }
     }
 
-    /// ``flatMapOutcome(on:file:line:_:)`` with a `@MainActor` transform, run on the main queue.
+    /// ``flatMapOutcome(on:file:line:_:)-(Executor,_,_,_)`` with a `@MainActor` transform, run on the main queue.
     ///
     /// - Parameters:
     ///   - executor: `.main` or `.mainImmediate`.
@@ -313,7 +313,7 @@ extension Future {
         }.made("flatMapOutcome", file, line)
     }
 
-    /// ``flatMapOutcome(on:file:line:_:)`` without the call site, kept so that code naming this form still
+    /// ``flatMapOutcome(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
     /// compiles; a call chooses the form above.
     @inlinable
     @_disfavoredOverload

@@ -1,8 +1,8 @@
 /// A value that will be ready later: it ends once, with a value, an error, or cancellation.
 ///
 /// A future is the read side; its ``Promise`` writes it. Attach work with transforms, which return a
-/// new future (``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``, ``flatMap(on:file:line:_:)``,
-/// ``recover(on:file:line:_:)``, ...), or with observers, which return nothing
+/// new future (``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``, ``flatMap(on:file:line:_:)-(Executor,_,_,_)``,
+/// ``recover(on:file:line:_:)-(Executor,_,_,_)``, ...), or with observers, which return nothing
 /// (``whenSuccess(on:_:)-(Executor,_)``, ``whenComplete(on:_:)-(Executor,_)``, ...); or `await` it.
 ///
 /// ```swift

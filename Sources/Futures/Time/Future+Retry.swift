@@ -1,4 +1,4 @@
-/// How long ``Future/retry(attempts:backoff:clock:while:_:)`` waits before each new attempt.
+/// How long ``Future/retry(attempts:backoff:clock:while:file:line:_:)`` waits before each new attempt.
 public struct Backoff<Duration: DurationProtocol & Sendable>: Sendable {
     /// The delay before attempt `n + 1`, after `n` failed attempts (`n >= 1`).
     public let delay: @Sendable (_ failedAttempts: Int) -> Duration
