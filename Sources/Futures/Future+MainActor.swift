@@ -20,8 +20,8 @@ extension Future {
         map(hop: Hop(executor), onMainActor(transform)).made("map", file, line)
     }
 
-    /// ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @inlinable
     @_disfavoredOverload
     public func map<NewValue>(
@@ -45,8 +45,8 @@ extension Future {
         map(hop: Hop(executor), onMainActor(transform)).made("map", file, line)
     }
 
-    /// ``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
     @_disfavoredOverload
@@ -75,8 +75,8 @@ extension Future {
         flatMap(hop: Hop(executor), onMainActor(transform)).made("flatMap", file, line)
     }
 
-    /// ``flatMap(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @inlinable
     @_disfavoredOverload
     public func flatMap<NewValue>(
@@ -107,8 +107,8 @@ extension Future {
         }.made("mapError", file, line)
     }
 
-    /// ``mapError(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @inlinable
     @_disfavoredOverload
     public func mapError(
@@ -139,8 +139,8 @@ extension Future {
         recover(hop: Hop(executor), onMainActor(transform)).made("recover", file, line)
     }
 
-    /// ``recover(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @inlinable
     @_disfavoredOverload
     public func recover(
@@ -168,8 +168,8 @@ extension Future {
         flatMapError(hop: Hop(executor), onMainActor(transform)).made("flatMapError", file, line)
     }
 
-    /// ``flatMapError(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @inlinable
     @_disfavoredOverload
     public func flatMapError(
@@ -198,8 +198,8 @@ extension Future {
         return always(hop: Hop(executor)) { outcome in try? isolated(outcome) }.made("always", file, line)
     }
 
-    /// ``always(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @inlinable
     @_disfavoredOverload
     public func always(
@@ -278,8 +278,8 @@ extension Future {
         }.made("mapOutcome", file, line)
     }
 
-    /// ``mapOutcome(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @inlinable
     @_disfavoredOverload
     public func mapOutcome<NewValue>(
@@ -313,8 +313,8 @@ extension Future {
         }.made("flatMapOutcome", file, line)
     }
 
-    /// ``flatMapOutcome(on:file:line:_:)-(Executor,_,_,_)`` without the call site, kept so that code naming this form still
-    /// compiles; a call chooses the form above.
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
     @inlinable
     @_disfavoredOverload
     public func flatMapOutcome<NewValue>(
