@@ -28,7 +28,7 @@ extension Future {
             }
         }
         promise.onCancel { task.cancel() }
-        self = promise.future
+        self = promise.future.made("task", file, line)
     }
 
     /// Runs synchronous `work` in a new `Task`, as the asynchronous form does, so that

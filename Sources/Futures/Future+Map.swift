@@ -48,7 +48,7 @@ final class MappedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Valu
     }
 }
 
-/// A future derived by an `.immediate` transform that may adopt a future (``Future/flatMap(on:file:line:_:)``
+/// A future derived by an `.immediate` transform that may adopt a future (``Future/flatMap(on:file:line:_:)-(Executor,_,_,_)``
 /// and the like), which keeps the transform itself until it runs, for the reason
 /// ``MappedStorage`` gives.
 @usableFromInline
@@ -372,7 +372,7 @@ extension Future {
 
     /// Transforms the whole outcome: the value, the error or the cancellation (FutureKit's
     /// `onComplete` returning a completion, CollapsingFutures' `finally`). With
-    /// ``flatMapOutcome(on:file:line:_:)``, the only transform that sees this future's cancellation,
+    /// ``flatMapOutcome(on:file:line:_:)-(Executor,_,_,_)``, the only transform that sees this future's cancellation,
     /// whoever cancelled it, and may turn it into a value.
     ///
     /// ```swift
@@ -410,7 +410,7 @@ extension Future {
     }
 
     /// Continues with another asynchronous step whatever the outcome, the cancellation included,
-    /// and adopts its future (see ``mapOutcome(on:file:line:_:)``).
+    /// and adopts its future (see ``mapOutcome(on:file:line:_:)-(Executor,_,_,_)``).
     ///
     /// ```swift
     /// let picture = loadPicture().flatMapOutcome { outcome in
@@ -418,7 +418,7 @@ extension Future {
     /// }
     /// ```
     ///
-    /// Progress weighs the two steps equally, as ``flatMap(on:file:line:_:)`` does.
+    /// Progress weighs the two steps equally, as ``flatMap(on:file:line:_:)-(Executor,_,_,_)`` does.
     ///
     /// - Parameters:
     ///   - executor: where `transform` runs.
@@ -440,7 +440,7 @@ extension Future {
     }
 
     /// Flattens a future of a future into the inner future's outcome (collapsing, like
-    /// ``flatMap(on:file:line:_:)``).
+    /// ``flatMap(on:file:line:_:)-(Executor,_,_,_)``).
     ///
     /// ```swift
     /// let nested: Future<Future<Int>> = Future(value: Future(value: 1))
@@ -456,7 +456,7 @@ extension Future {
     }
 
     /// `map` whose closure returns a future: the result is a future of a future, which is rarely
-    /// meant. Use ``flatMap(on:file:line:_:)`` to continue with the returned future.
+    /// meant. Use ``flatMap(on:file:line:_:)-(Executor,_,_,_)`` to continue with the returned future.
     @available(*, deprecated, message: "this closure returns a Future, so map makes a Future<Future<T>>: use flatMap to continue with the returned future")
     @inlinable
     public func map<NewValue>(

@@ -1,8 +1,8 @@
 /// A value that will be ready later: it ends once, with a value, an error, or cancellation.
 ///
 /// A future is the read side; its ``Promise`` writes it. Attach work with transforms, which return a
-/// new future (``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``, ``flatMap(on:file:line:_:)``,
-/// ``recover(on:file:line:_:)``, ...), or with observers, which return nothing
+/// new future (``map(on:file:line:_:)-(_,_,_,(Value)->NewValue)``, ``flatMap(on:file:line:_:)-(Executor,_,_,_)``,
+/// ``recover(on:file:line:_:)-(Executor,_,_,_)``, ...), or with observers, which return nothing
 /// (``whenSuccess(on:_:)-(Executor,_)``, ``whenComplete(on:_:)-(Executor,_)``, ...); or `await` it.
 ///
 /// ```swift
@@ -113,7 +113,7 @@ public struct Future<Value: Sendable>: Sendable {
         // it pending forever.
         let promise = Promise<Value>(file: file, line: line)
         hop.run { promise.complete(Outcome(catching: work)) }
-        self = promise.future
+        self = promise.future.made("run", file, line)
     }
 
     /// Runs `work` on the main actor and completes with what it returns or throws.
@@ -122,6 +122,21 @@ public struct Future<Value: Sendable>: Sendable {
     ///   - executor: `.main` or `.mainImmediate`.
     ///   - work: `@MainActor` work; throwing `CancellationError` (or see
     ///     ``CancellationIndicating``) cancels the future.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
+    public init(
+        on executor: some MainActorExecutor,
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ work: @escaping @MainActor @Sendable () throws -> Value
+    ) {
+        let isolated = onMainActor { (_: Void) in try work() }
+        self.init(hop: Hop(executor), file: file, line: line) { try isolated(()) }
+    }
+
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
+    @_disfavoredOverload
     public init(on executor: some MainActorExecutor, _ work: @escaping @MainActor @Sendable () throws -> Value) {
         let isolated = onMainActor { (_: Void) in try work() }
         self.init(hop: Hop(executor)) { try isolated(()) }

@@ -54,12 +54,26 @@ extension Future {
     ///
     /// - Parameters:
     ///   - token: the token that cancels the work.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     ///   - operation: the asynchronous work.
     /// - Returns: a future of the work's result.
     public static func run(
         cancelledBy token: CancellationToken,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ operation: @escaping @Sendable () async throws -> Value
     ) -> Future<Value> {
-        Future(operation).cancellable(by: token)
+        Future(file: file, line: line, operation).cancelled(by: token).made("task", file, line)
+    }
+
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
+    @_disfavoredOverload
+    public static func run(
+        cancelledBy token: CancellationToken,
+        _ operation: @escaping @Sendable () async throws -> Value
+    ) -> Future<Value> {
+        Future(operation).cancelled(by: token)
     }
 }

@@ -12,9 +12,23 @@ extension Future {
     /// screen.cancel()
     /// ```
     ///
-    /// - Parameter token: the token that cancels the result.
+    /// - Parameters:
+    ///   - token: the token that cancels the result.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future derived from this one.
+    public func cancellable(by token: CancellationToken, file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
+        cancelled(by: token).made("cancellable", file, line)
+    }
+
+    /// ``cancellable(by:file:line:)`` without the call site, kept so that code naming this form
+    /// still compiles; a call chooses the form above.
+    @_disfavoredOverload
     public func cancellable(by token: CancellationToken) -> Future<Value> {
+        cancelled(by: token)
+    }
+
+    func cancelled(by token: CancellationToken) -> Future<Value> {
         if token.isCancelled {
             Cancellation.withdraw(from: storage, .uncounted, key: nil)
             return .cancelled

@@ -12,8 +12,22 @@ extension Future {
     /// // `upload` is still running; cancelling `upload` would cancel `label` too.
     /// ```
     ///
+    /// - Parameters:
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future that completes like this one.
+    public func observe(file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
+        branch().made("observe", file, line)
+    }
+
+    /// ``observe(file:line:)`` without the call site, kept so that code naming this form still
+    /// compiles; a call chooses the form above.
+    @_disfavoredOverload
     public func observe() -> Future<Value> {
+        branch()
+    }
+
+    func branch() -> Future<Value> {
         let branch = FutureStorage<Value>()
         storage.register({ outcome in
             _ = branch.finish(outcome, origin: branch)

@@ -27,9 +27,14 @@ import Synchronization
 /// future in the table has its `tracked` flag set, and its deinit removes it.
 @usableFromInline
 enum Tracking {
+    /// Whether `SWIFT_FUTURES_DIAGNOSTICS` in this process's environment turns tracking on.
     static var enabledByEnvironment: Bool {
-        guard let value = getenv("SWIFT_FUTURES_DIAGNOSTICS") else { return false }
-        return String(cString: value) == "1"
+        enables(diagnosticsVariable: getenv("SWIFT_FUTURES_DIAGNOSTICS").map { String(cString: $0) })
+    }
+
+    /// Whether a value of `SWIFT_FUTURES_DIAGNOSTICS` (`nil` if unset) turns tracking on: only `1`.
+    static func enables(diagnosticsVariable value: String?) -> Bool {
+        value == "1"
     }
 
     /// Whether futures made now are tracked.

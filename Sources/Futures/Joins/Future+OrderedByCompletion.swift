@@ -10,10 +10,15 @@ extension Sequence {
     ///
     /// The slots observe the inputs; they are not consumers of them.
     ///
+    /// - Parameters:
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: one future per input, completed in completion order.
-    public func orderedByCompletion<Value>() -> [Future<Value>] where Element == Future<Value> {
+    public func orderedByCompletion<Value>(file: StaticString = #fileID, line: UInt = #line) -> [Future<Value>]
+    where Element == Future<Value> {
         let members = Array(self)
-        let slots = members.map { _ in Promise<Value>() }
+        let slots = members.map { _ in Promise<Value>(file: file, line: line) }
+        for slot in slots { _ = slot.future.made("orderedByCompletion", file, line) }
         let counter = Guarded(0)
         for member in members {
             member.storage.register({ outcome in
@@ -21,6 +26,13 @@ extension Sequence {
             }, asConsumer: false)
         }
         return slots.map(\.future)
+    }
+
+    /// ``orderedByCompletion(file:line:)`` without the call site, kept so that code naming this
+    /// form still compiles; a call chooses the form above.
+    @_disfavoredOverload
+    public func orderedByCompletion<Value>() -> [Future<Value>] where Element == Future<Value> {
+        orderedByCompletion(file: #fileID, line: #line)
     }
 
     /// The futures' outcomes as an `AsyncSequence`, in the order the futures complete, each with

@@ -22,10 +22,33 @@ extension Future {
     /// - Parameters:
     ///   - operations: the contenders; each gets its own token and returns its future.
     ///   - until: the token that ends the winner's lifetime (and the race, if still running).
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: the winner's value.
     public static func race(
         _ operations: [@Sendable (CancellationToken) -> Future<Value>],
+        until: CancellationToken,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Future<Value> {
+        racing(operations, until: until, file: file, line: line)
+    }
+
+    /// ``race(_:until:file:line:)`` without the call site, kept so that code naming this form
+    /// still compiles; a call chooses the form above.
+    @_disfavoredOverload
+    public static func race(
+        _ operations: [@Sendable (CancellationToken) -> Future<Value>],
         until: CancellationToken
+    ) -> Future<Value> {
+        racing(operations, until: until, file: #fileID, line: #line)
+    }
+
+    static func racing(
+        _ operations: [@Sendable (CancellationToken) -> Future<Value>],
+        until: CancellationToken,
+        file: StaticString,
+        line: UInt
     ) -> Future<Value> {
         guard !operations.isEmpty else { return Future(error: FutureError.emptyInput) }
         guard !until.isCancelled else { return .cancelled }
@@ -42,7 +65,9 @@ extension Future {
         // `until` keeps the contest (and so the winner's source) alive until it fires; the
         // registration is removed once the race ends with no winner to clean up.
         until.onCancel(unless: contest.noWinner.token) { contest.cancelAll() }
-        let result = raced.cancellable(by: until)
+        // The join and the future the caller gets both show as this race.
+        _ = raced.made("race", file, line, members: futures)
+        let result = raced.cancelled(by: until).made("race", file, line)
         // Decided by what the caller gets: a winner's value, or nothing (then no token survives,
         // even an operation's that succeeded just as the race was cancelled).
         result.storage.register({ outcome in contest.decided(won: outcome.isSuccess) }, asConsumer: false)

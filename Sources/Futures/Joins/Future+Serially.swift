@@ -12,9 +12,30 @@ extension Future {
     ///
     /// - Parameters:
     ///   - items: the items, in order.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     ///   - operation: starts the work for one item.
     /// - Returns: the results, in input order.
     public static func serially<Item: Sendable, Element>(
+        _ items: some Sequence<Item>,
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ operation: @escaping @Sendable (Item) throws -> Future<Element>
+    ) -> Future<[Element]> where Value == [Element] {
+        inSeries(items, operation).made("serially", file, line)
+    }
+
+    /// ``serially(_:file:line:_:)`` without the call site, kept so that code naming this form
+    /// still compiles; a call chooses the form above.
+    @_disfavoredOverload
+    public static func serially<Item: Sendable, Element>(
+        _ items: some Sequence<Item>,
+        _ operation: @escaping @Sendable (Item) throws -> Future<Element>
+    ) -> Future<[Element]> where Value == [Element] {
+        inSeries(items, operation)
+    }
+
+    static func inSeries<Item: Sendable, Element>(
         _ items: some Sequence<Item>,
         _ operation: @escaping @Sendable (Item) throws -> Future<Element>
     ) -> Future<[Element]> where Value == [Element] {
@@ -24,7 +45,7 @@ extension Future {
             guard index < items.count else { return Future<[Element]>(value: results.withLock { $0 }) }
             let started: Future<Element>
             do { started = try operation(items[index]) } catch { return Future<[Element]>(error: error) }
-            return started.flatMap(on: .immediate) { value in
+            return started.flatMap(hop: .inline) { value in
                 results.withLock { $0.append(value) }
                 return step(index + 1)
             }
@@ -50,18 +71,23 @@ extension Future {
     ///   - limit: the most operations in flight at once (at least 1); by default, the number of
     ///     active processors.
     ///   - policy: what failures do.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     ///   - operation: starts the work for one item.
     /// - Returns: the results, in input order.
     public static func concurrently<Item: Sendable, Element>(
         _ items: some Sequence<Item>,
         limit: Int = ProcessInfo.processInfo.activeProcessorCount,
         policy: JoinPolicy = .failFast,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ operation: @escaping @Sendable (Item) throws -> Future<Element>
     ) -> Future<[Element]> where Value == [Element] {
         precondition(limit >= 1, "concurrently needs a limit of at least 1")
         let items = Array(items)
-        let slots = items.map { _ in Promise<Element>() }
-        let joined = Future<[Element]>.all(slots.map(\.future), policy: policy)
+        let slots = items.map { _ in Promise<Element>(file: file, line: line) }
+        let joined = Future<[Element]>.all(slots.map(\.future), policy: policy, file: file, line: line)
+            .made("concurrently", file, line, members: slots.map(\.future))
         let scheduler = Guarded(ItemScheduler(count: items.count))
         // Weak: the slots' callbacks hold `start`, and the join holds the slots.
         weak let result = joined.storage
@@ -86,6 +112,18 @@ extension Future {
         }
         for index in scheduler.withLock({ $0.initial(limit: limit) }) { start(index) }
         return joined
+    }
+
+    /// ``concurrently(_:limit:policy:file:line:_:)`` without the call site, kept so that code
+    /// naming this form still compiles; a call chooses the form above.
+    @_disfavoredOverload
+    public static func concurrently<Item: Sendable, Element>(
+        _ items: some Sequence<Item>,
+        limit: Int = ProcessInfo.processInfo.activeProcessorCount,
+        policy: JoinPolicy = .failFast,
+        _ operation: @escaping @Sendable (Item) throws -> Future<Element>
+    ) -> Future<[Element]> where Value == [Element] {
+        concurrently(items, limit: limit, policy: policy, file: #fileID, line: #line, operation)
     }
 }
 

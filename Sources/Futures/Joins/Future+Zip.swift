@@ -7,19 +7,35 @@ extension Future {
     /// let (shift, vehicle) = try await Future.zip(model.shift(), model.vehicle()).value
     /// ```
     ///
-    /// - Parameter futures: the members, of any value types.
+    /// - Parameters:
+    ///   - futures: the members, of any value types.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     /// - Returns: a future of the tuple of values, in argument order.
     public static func zip<each Element: Sendable>(
-        _ futures: repeat Future<each Element>
+        _ futures: repeat Future<each Element>,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) -> Future<(repeat each Element)> where Value == (repeat each Element) {
         var members: [Future<any Sendable>] = []
         for future in repeat each futures {
-            members.append(future.map(on: .immediate) { $0 as any Sendable })
+            members.append(future.map(on: .immediate, file: file, line: line) { $0 as any Sendable })
         }
-        return Future<[any Sendable]>.all(members, policy: .failFast).map(on: .immediate) { values in
-            let cursor = Cursor(values)
-            return (repeat cursor.next(as: (each Element).self))
-        }
+        return Future<[any Sendable]>.all(members, policy: .failFast, file: file, line: line)
+            .map(hop: .inline) { values in
+                let cursor = Cursor(values)
+                return (repeat cursor.next(as: (each Element).self))
+            }
+            .made("zip", file, line)
+    }
+
+    /// ``zip(_:file:line:)`` without the call site, kept so that code naming this form still
+    /// compiles; a call chooses the form above.
+    @_disfavoredOverload
+    public static func zip<each Element: Sendable>(
+        _ futures: repeat Future<each Element>
+    ) -> Future<(repeat each Element)> where Value == (repeat each Element) {
+        zip(repeat each futures, file: #fileID, line: #line)
     }
 }
 

@@ -53,7 +53,7 @@ extension Future {
         storage.observeProgress { value, version in delivery.offer(value, version: version) }
     }
 
-    /// ``flatMap(on:file:line:_:)`` whose progress combines both steps: `progressWeight * upstream +
+    /// ``flatMap(on:file:line:_:)-(Executor,_,_,_)`` whose progress combines both steps: `progressWeight * upstream +
     /// (1 - progressWeight) * inner`, where the inner part is the progress of the future the closure
     /// returned (including what it had before it was adopted). It never goes backwards.
     ///

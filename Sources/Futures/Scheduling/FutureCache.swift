@@ -39,27 +39,52 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - lifetime: how long a value fetched by this call stays cached once it arrives; `nil`
     ///     (the default) keeps it until removed. A call that shares a running fetch or finds a
     ///     cached value does not change its lifetime.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     ///   - fetch: starts the fetch when there is neither a value nor a fetch running.
     /// - Returns: this caller's future of the value.
     public func value(
         for key: Key,
         expiresAfter lifetime: Duration? = nil,
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        fetch: () -> Future<Value>
+    ) -> Future<Value> {
+        value(for: key, lifetime: lifetime, file: file, line: line, fetch: fetch)
+    }
+
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
+    @_disfavoredOverload
+    public func value(
+        for key: Key,
+        expiresAfter lifetime: Duration? = nil,
+        fetch: () -> Future<Value>
+    ) -> Future<Value> {
+        value(for: key, lifetime: lifetime, file: #fileID, line: #line, fetch: fetch)
+    }
+
+    private func value(
+        for key: Key,
+        lifetime: Duration?,
+        file: StaticString,
+        line: UInt,
         fetch: () -> Future<Value>
     ) -> Future<Value> {
         while true {
-            switch lookUp(key, lifetime: lifetime) {
+            switch lookUp(key, lifetime: lifetime, file: file, line: line) {
             case .cached(let value):
                 return Future(value: value)
             case .fetch(let promise, let mine):
                 promise.complete(with: fetch())
-                return mine
+                return mine.made("cache", file, line)
             case .running(let shared):
-                let mine = shared.map(on: .immediate) { $0 }
+                let mine = shared.map(hop: .inline) { $0 }
                 // Every caller of that fetch cancelled just before this one came: it is gone
                 // (and being evicted), so start again rather than hand out its cancellation. Once
                 // `mine` is registered it keeps the fetch from being cancelled that way.
                 if shared.outcome?.isCancelled == true { continue }
-                return mine
+                return mine.made("cache", file, line)
             }
         }
     }
@@ -104,7 +129,7 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         case fetch(Promise<Value>, mine: Future<Value>)
     }
 
-    private func lookUp(_ key: Key, lifetime: Duration?) -> Lookup {
+    private func lookUp(_ key: Key, lifetime: Duration?, file: StaticString, line: UInt) -> Lookup {
         var stale: CacheEntry<Value>?  // released outside the lock
         defer { releaseOutsideLock(stale) }
         return state.withLock { cache in
@@ -118,8 +143,8 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             // The caller's future is registered before the entry is published, so another caller
             // cancelling its own cannot leave the fetch without consumers (and cancel it) first.
             // Registering on a new pending future runs no code, so it is safe under this lock.
-            let promise = Promise<Value>()
-            let mine = promise.future.map(on: .immediate) { $0 }
+            let promise = Promise<Value>(file: file, line: line)
+            let mine = promise.future.map(hop: .inline) { $0 }
             cache.nextID += 1
             let id = cache.nextID
             promise.future.storage.register({ [weak self] outcome in

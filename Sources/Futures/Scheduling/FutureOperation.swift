@@ -49,6 +49,7 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
         _ work: @escaping @Sendable () throws -> Future<Value>
     ) {
         promise = Promise(file: file, line: line)
+        _ = promise.future.made("operation", file, line)
         self.work = work
         super.init()
         promise.onCancel { [weak self] in self?.cancel() }

@@ -29,11 +29,33 @@ public final class FutureQueue: Sendable {
     /// Cancelling the returned future before the operation starts removes it from the queue;
     /// after it starts, cancels the operation (as its consumer).
     ///
-    /// - Parameter operation: starts the work and returns its future; an error it throws fails the
-    ///   returned future.
+    /// - Parameters:
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
+    ///   - operation: starts the work and returns its future; an error it throws fails the
+    ///     returned future.
     /// - Returns: the operation's future.
+    public func add<Value>(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ operation: @escaping @Sendable () throws -> Future<Value>
+    ) -> Future<Value> {
+        adding(file: file, line: line, operation)
+    }
+
+    /// The form above without the call site, kept so that code naming it still compiles; a
+    /// call chooses the form above.
+    @_disfavoredOverload
     public func add<Value>(_ operation: @escaping @Sendable () throws -> Future<Value>) -> Future<Value> {
-        let promise = Promise<Value>()
+        adding(file: #fileID, line: #line, operation)
+    }
+
+    private func adding<Value>(
+        file: StaticString,
+        line: UInt,
+        _ operation: @escaping @Sendable () throws -> Future<Value>
+    ) -> Future<Value> {
+        let promise = Promise<Value>(file: file, line: line)
         let start: @Sendable () -> Void = { [self] in
             let started: Future<Value>
             do { started = try operation() } catch { started = Future(error: error) }
@@ -59,7 +81,7 @@ public final class FutureQueue: Sendable {
                 releaseOutsideLock(removed)
             }
         }
-        return promise.future
+        return promise.future.made("queue", file, line)
     }
 
     /// How many operations are waiting to start.

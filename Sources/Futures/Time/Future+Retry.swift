@@ -1,4 +1,4 @@
-/// How long ``Future/retry(attempts:backoff:clock:while:_:)`` waits before each new attempt.
+/// How long ``Future/retry(attempts:backoff:clock:while:file:line:_:)`` waits before each new attempt.
 public struct Backoff<Duration: DurationProtocol & Sendable>: Sendable {
     /// The delay before attempt `n + 1`, after `n` failed attempts (`n >= 1`).
     public let delay: @Sendable (_ failedAttempts: Int) -> Duration
@@ -82,6 +82,8 @@ extension Future {
     ///   - backoff: the wait before each retry.
     ///   - clock: the clock to wait on.
     ///   - shouldRetry: whether an error is worth another attempt.
+    ///   - file: the file of the call, for diagnostics; leave the default.
+    ///   - line: the line of the call, for diagnostics; leave the default.
     ///   - operation: starts one attempt.
     /// - Returns: the first successful attempt's value, or the last error.
     public static func retry<C: Clock>(
@@ -89,6 +91,34 @@ extension Future {
         backoff: Backoff<C.Duration> = .none,
         clock: C = ContinuousClock(),
         while shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ operation: @escaping @Sendable () -> Future<Value>
+    ) -> Future<Value> {
+        retrying(attempts: attempts, backoff: backoff, clock: clock, while: shouldRetry, file: file, line: line, operation)
+            .made("retry", file, line)
+    }
+
+    /// ``retry(attempts:backoff:clock:while:file:line:_:)`` without the call site, kept so that
+    /// code naming this form still compiles; a call chooses the form above.
+    @_disfavoredOverload
+    public static func retry<C: Clock>(
+        attempts: Int,
+        backoff: Backoff<C.Duration> = .none,
+        clock: C = ContinuousClock(),
+        while shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+        _ operation: @escaping @Sendable () -> Future<Value>
+    ) -> Future<Value> {
+        retrying(attempts: attempts, backoff: backoff, clock: clock, while: shouldRetry, file: #fileID, line: #line, operation)
+    }
+
+    static func retrying<C: Clock>(
+        attempts: Int,
+        backoff: Backoff<C.Duration>,
+        clock: C,
+        while shouldRetry: @escaping @Sendable (any Error) -> Bool,
+        file: StaticString,
+        line: UInt,
         _ operation: @escaping @Sendable () -> Future<Value>
     ) -> Future<Value> {
         precondition(attempts >= 1, "retry needs at least one attempt")
@@ -97,13 +127,13 @@ extension Future {
         // so each step checks it before starting a wait or an attempt.
         let stopped = Locked(false)
         @Sendable func attempt(_ number: Int) -> Future<Value> {
-            operation().flatMapError(on: .immediate) { error in
+            operation().flatMapError(hop: .inline) { error in
                 guard number < attempts, shouldRetry(error) else { throw error }
                 if stopped.withLock({ $0 }) { return .cancelled }
                 let delay = backoff.delay(number)
                 if delay > .zero {
-                    return Future<Void>.after(delay, value: (), clock: clock)
-                        .flatMap(on: .immediate) { stopped.withLock { $0 } ? .cancelled : attempt(number + 1) }
+                    return Future<Void>.after(delay, value: (), clock: clock, file: file, line: line)
+                        .flatMap(hop: .inline) { stopped.withLock { $0 } ? .cancelled : attempt(number + 1) }
                 }
                 // No wait: the next attempt starts here, with no timer (this runs in a callback,
                 // so an attempt that fails at once queues behind it rather than recursing). Every
