@@ -166,11 +166,31 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
         var request = server.request("/echo")
         request.httpMethod = "POST"
         let upload = FutureURLSession().upload(for: request, from: TestServer.largeBody)
-        let seen = Recorder<Double>()
-        upload.whenProgress(on: .immediate) { seen.append($0) }
         let (echoed, _) = try await upload.value
         #expect(echoed == TestServer.largeBody)
-        #expect(seen.all.contains { $0 > 0 && $0 < 1 })
+        try await server.shutdown()
+    }
+
+    /// The server reads nothing until the test saw a fraction sent, so the upload cannot be over
+    /// before the handler is registered, however loaded the machine: 64 MiB is more than the
+    /// sockets' buffers hold.
+    @Test func reportsTheBytesSentWhileTheUploadRuns() async throws {
+        let server = try TestServer()
+        var request = server.request("/held")
+        request.httpMethod = "POST"
+        let body = Data(count: 64 << 20)
+        let upload = FutureURLSession().upload(for: request, from: body)
+        let seen = Recorder<Double>()
+        let partway = Promise<Void>()
+        upload.whenProgress(on: .immediate) { fraction in
+            seen.append(fraction)
+            if fraction > 0 && fraction < 1 { _ = partway.succeed(()) }
+        }
+        _ = await partway.future.result
+        server.openGate()
+        let (count, _) = try await upload.value
+        #expect(String(decoding: count, as: UTF8.self) == String(body.count))
+        #expect(seen.all.contains { $0 > 0 && $0 < 1 }, "progress reported: \(seen.all)")
         #expect(seen.all == seen.all.sorted())
         try await server.shutdown()
     }

@@ -18,6 +18,8 @@ import NIOPosix
 /// - `GET /trickle`: announces 64 MiB and sends 1 KiB every 10 ms until the client goes away, which
 ///   completes ``clientLeftTrickle``.
 /// - `POST /echo`: the request's body back.
+/// - `POST /held`: reads nothing of the body until ``openGate()`` was called, so the client can send
+///   only what the sockets' buffers hold; then answers with the number of bytes it received.
 /// - anything else: 404.
 final class TestServer: Sendable {
     static let largeBody = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 % 251) })
@@ -94,6 +96,7 @@ private final class RequestHandler: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body = ByteBuffer()
     private var trickle: RepeatedTask?
+    private var received = 0
 
     init(gate: Future<Void>, trickleEnded: Promise<Void>) {
         self.gate = gate
@@ -105,11 +108,28 @@ private final class RequestHandler: ChannelInboundHandler {
         case .head(let head):
             self.head = head
             body.clear()
+            received = 0
+            if head.method == .POST, head.uri == "/held" { hold(context: context) }
         case .body(var part):
-            body.writeBuffer(&part)
+            received += part.readableBytes
+            if head?.uri != "/held" { body.writeBuffer(&part) }
         case .end:
             guard let head else { return }
             respond(to: head, context: context)
+        }
+    }
+
+    /// Stops reading until the gate opens.
+    private func hold(context: ChannelHandlerContext) {
+        context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        gate.whenSuccess(on: .immediate) {
+            loop.execute {
+                let context = bound.value
+                context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+                context.read()
+            }
         }
     }
 
@@ -153,6 +173,11 @@ private final class RequestHandler: ChannelInboundHandler {
                 handler.writeBody(Data(repeating: 0x2E, count: 1024), context: context)
                 context.flush()
             }
+        case (.POST, "/held"):
+            let count = Data(String(received).utf8)
+            writeHead(length: count.count, context: context)
+            writeBody(count, context: context)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         case (.POST, "/echo"):
             let received = Data(body.readableBytesView)
             writeHead(length: received.count, context: context)
