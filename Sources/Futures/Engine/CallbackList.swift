@@ -136,7 +136,8 @@ struct CallbackList<Value: Sendable> {
         return all
     }
 
-    /// Makes room for `count` entries in all, so that appending them grows the list once.
+    /// Makes room for `count` entries in all, so that appending them grows the list once. (An
+    /// empty list then has an empty `rest`, not `nil`, until its first entry is appended.)
     mutating func reserveCapacity(_ count: Int) {
         guard count > 1 else { return }
         if rest == nil { rest = [] }

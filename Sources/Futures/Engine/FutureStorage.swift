@@ -78,7 +78,7 @@ final class Extras<Value: Sendable> {
     /// so a recursive loop that observes every level keeps one future, not one per level; they run
     /// when this one completes, the deepest first, as they would have had each level waited on the
     /// next; a split hands those of its depths to the new future.
-    @exclusivity(unchecked) @usableFromInline var mergedObservers: [MergedObserver<Value>]?
+    @exclusivity(unchecked) @usableFromInline var mergedObservers: MergedObservers<Value>?
 
     @usableFromInline init() {}
 
@@ -89,8 +89,8 @@ final class Extras<Value: Sendable> {
     }
 }
 
-/// An observer carried by a merge set, with the depth of the future it was registered on (see
-/// ``Extras/mergedObservers``).
+/// An observer carried by a merge set, with the depth of the future it was registered on, less
+/// its list's `base` (see ``Extras/mergedObservers``).
 @usableFromInline
 struct MergedObserver<Value: Sendable> {
     @usableFromInline let depth: Int32
@@ -99,6 +99,61 @@ struct MergedObserver<Value: Sendable> {
     @inlinable init(depth: Int32, entry: CallbackEntry<Value>) {
         self.depth = depth
         self.entry = entry
+    }
+}
+
+/// The observers a merge set carries, in order of depth. Each depth is stored less `base`, so that
+/// a split hands the larger part over without rewriting a depth, and copies only the smaller one:
+/// splitting an observed set level by level, in any order, costs what it costs unobserved.
+///
+/// The storage is a slice: entries cut off its ends stay in the buffer until the buffer is freed,
+/// which happens with the extras box that holds it, after its future's lock (never under it, as a
+/// closure's last reference may be among them).
+@usableFromInline
+struct MergedObservers<Value: Sendable> {
+    @usableFromInline var base: Int32 = 0
+    @usableFromInline var items: ArraySlice<MergedObserver<Value>> = []
+
+    @usableFromInline init() {}
+
+    var count: Int { items.count }
+
+    mutating func append(_ entry: CallbackEntry<Value>, depth: Int32) {
+        items.append(MergedObserver(depth: depth - base, entry: entry))
+    }
+
+    /// Each observer and its depth, in order.
+    var all: [(depth: Int32, entry: CallbackEntry<Value>)] { items.map { ($0.depth + base, $0.entry) } }
+
+    /// Takes off the observers of the depths from `depth` down and returns them, their depths
+    /// counted from `depth`.
+    mutating func cut(at depth: Int32) -> MergedObservers {
+        var low = items.startIndex, high = items.endIndex
+        while low < high {
+            let middle = low + (high - low) / 2
+            if items[middle].depth + base >= depth { high = middle } else { low = middle + 1 }
+        }
+        var below = MergedObservers()
+        below.base = base - depth
+        if low - items.startIndex < items.endIndex - low {
+            // The part above is the smaller: it is copied, and the buffer goes below.
+            below.items = items[low...]
+            items = ArraySlice(Array(items[..<low]))
+        } else {
+            below.items = ArraySlice(Array(items[low...]))
+            items = items[..<low]
+        }
+        return below
+    }
+
+    /// Takes off the observers of the first depth if it is 0.
+    mutating func takeDepthZero() -> [CallbackEntry<Value>] {
+        var taken: [CallbackEntry<Value>] = []
+        while let first = items.first, first.depth + base == 0 {
+            taken.append(first.entry)
+            items = items.dropFirst()
+        }
+        return taken
     }
 }
 

@@ -191,7 +191,8 @@ extension FutureStorage {
         phase = .completed
         storedOutcome = outcome
         mayHoldChain = false
-        if let observers = extras?.mergedObservers.take() { runMergedObserversFirst(observers) }
+        // Left in the extras box, released after the lock with it.
+        if extras?.mergedObservers != nil { runMergedObserversFirst() }
         work.drain = !callbacks.isEmpty
         draining = work.drain
         work.cancelled = outcome.isCancelled
@@ -213,13 +214,14 @@ extension FutureStorage {
     /// deepest first, each depth's in the order they were registered: the order in which they
     /// would have run had each level waited on the next instead.
     @usableFromInline @inline(never)
-    final func runMergedObserversFirst(_ observers: [MergedObserver<Value>]) {
+    final func runMergedObserversFirst() {
+        guard let observers = extras?.mergedObservers?.items, !observers.isEmpty else { return }
         var list = CallbackList<Value>()
         list.reserveCapacity(observers.count + callbacks.count)
-        var end = observers.count
-        while end > 0 {
+        var end = observers.endIndex
+        while end > observers.startIndex {
             var start = end - 1
-            while start > 0, observers[start - 1].depth == observers[end - 1].depth { start -= 1 }
+            while start > observers.startIndex, observers[start - 1].depth == observers[end - 1].depth { start -= 1 }
             for observer in observers[start..<end] { list.append(observer.entry) }
             end = start
         }
@@ -404,12 +406,10 @@ extension FutureStorage {
         }
         assert(currentRelation.factors.count == Int(depth) - 1, "a merge set's weights, one per depth above the adopter")
         if !target.callbacks.isEmpty || target.extras?.mergedObservers != nil {
-            var observers = extras.mergedObservers.take() ?? []
-            for entry in target.callbacks.entries { observers.append(MergedObserver(depth: depth, entry: entry)) }
+            var observers = extras.mergedObservers.take() ?? MergedObservers()
+            for entry in target.callbacks.entries { observers.append(entry, depth: depth) }
             target.callbacks = CallbackList()
-            for observer in target.extras?.mergedObservers ?? [] {
-                observers.append(MergedObserver(depth: observer.depth + depth, entry: observer.entry))
-            }
+            for (carried, entry) in target.extras?.mergedObservers?.all ?? [] { observers.append(entry, depth: carried + depth) }
             extras.mergedObservers = observers
         }
         extras.depth = depth + (target.extras?.depth ?? 0)
@@ -461,20 +461,13 @@ extension FutureStorage {
             }
         }
         extras.cancelHandlers = kept
-        if var observers = extras.mergedObservers.take() {
-            var cut = observers.count
-            while cut > 0, observers[cut - 1].depth >= depth { cut -= 1 }
-            var deeper: [MergedObserver<Value>] = []
-            for observer in observers[cut...] {
-                if observer.depth == depth {
-                    state.callbacks.append(observer.entry)  // registered on the future `state` now is
-                } else {
-                    deeper.append(MergedObserver(depth: observer.depth - depth, entry: observer.entry))
-                }
-            }
-            observers.removeSubrange(cut...)
-            extras.mergedObservers = observers.isEmpty ? nil : observers
-            moved.mergedObservers = deeper.isEmpty ? nil : deeper
+        if extras.mergedObservers != nil {
+            var below = extras.mergedObservers!.cut(at: depth)
+            // Those registered on the future `state` now is become its own callbacks.
+            for entry in below.takeDepthZero() { state.callbacks.append(entry) }
+            // Kept even when empty: its buffer may hold the last references to entries cut off it,
+            // released with the extras box, after the locks.
+            moved.mergedObservers = below
         }
         swap(&moved.onProgressDemand, &extras.onProgressDemand)
         // The new future holds the depths from `depth` down to this one's shallowest threshold, if

@@ -99,9 +99,9 @@ struct ProgressRelation {
 /// Kept in runs of equal factors, the first inline, so that a recursive loop, whose levels all
 /// have the same weight, stores one run however deep it goes and allocates nothing. A set with
 /// more than ``maximumRuns`` runs (weights that keep changing from level to level) folds its two
-/// shallowest runs into one with their product and their geometric mean as each depth's factor:
-/// the product of every range of whole runs stays exact, and a split inside a folded run gets
-/// the mean's share.
+/// shallowest neighbouring runs (both zero or both not) into one with their product and their
+/// geometric mean as each depth's factor: the product of every range of whole runs stays exact,
+/// and a split inside a folded run gets the mean's share.
 struct DepthFactors {
     struct Run: Equatable {
         var factor: Double
@@ -126,7 +126,7 @@ struct DepthFactors {
             if tail.isEmpty { head.count += depths } else { tail[tail.count - 1].count += depths }
         } else {
             tail.append(Run(factor: factor, count: depths))
-            if tail.count >= Self.maximumRuns { head = Self.fold(head, tail.removeFirst()) }
+            if tail.count >= Self.maximumRuns { foldShallowestPair() }
         }
     }
 
@@ -154,6 +154,20 @@ struct DepthFactors {
             passed += run.count
         }
         return (above, below)
+    }
+
+    /// Folds the shallowest two neighbouring runs that are both zero or both not: a zero factor
+    /// (a weight of 1) folded into others would make every depth of the folded run zero, and a
+    /// split inside it would then report 1. With no such pair, nothing is folded.
+    private mutating func foldShallowestPair() {
+        if (head.factor == 0) == (tail[0].factor == 0) {
+            head = Self.fold(head, tail.removeFirst())
+            return
+        }
+        for index in 0..<(tail.count - 1) where (tail[index].factor == 0) == (tail[index + 1].factor == 0) {
+            tail[index] = Self.fold(tail[index], tail.remove(at: index + 1))
+            return
+        }
     }
 
     private static func fold(_ first: Run, _ second: Run) -> Run {

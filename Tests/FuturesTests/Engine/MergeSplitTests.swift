@@ -431,6 +431,52 @@ struct MergeSplitTests {
         #expect(seen.all == ["top cancelled", "middle success(21)"])
     }
 
+    /// Weights that change at every level, under a first level of weight 1: the second level,
+    /// split off, reports the weights from its depth down, not the first level's.
+    @Test func aSplitBelowAWeightOfOneKeepsItsOwnWeights() {
+        let levels = 20
+        let producer = Promise<Int>()
+        let gates = (0..<levels).map { _ in Promise<Int>() }
+        let weights = [1.0] + (1..<levels).map { $0.isMultiple(of: 2) ? 0.01 : 0.02 }
+        var chain: [Future<Int>] = [
+            gates[levels - 1].future.flatMap(progressWeight: weights[levels - 1], on: .immediate) { _ in producer.future }
+        ]
+        for level in (0..<(levels - 1)).reversed() {
+            let inner = chain[0]
+            chain.insert(gates[level].future.flatMap(progressWeight: weights[level], on: .immediate) { _ in inner }, at: 0)
+        }
+        for gate in gates { #expect(gate.succeed(0)) }
+        producer.progress = 0
+        let expected = 1 - weights.dropFirst().reduce(1) { $0 * (1 - $1) }
+        let read = chain[1].progress
+        #expect(abs(read - expected) < 1e-9, "\(read) where \(expected) was expected")
+        #expect(chain[0].progress == 1)
+    }
+
+    /// An observed set split from the top down, one level after the other: each level's observer
+    /// sees the outcome once, the deepest first.
+    @Test func anObservedSetSplitTopDownRunsEachObserverOnce() {
+        let levels = 500
+        let producer = Promise<Int>()
+        let seen = Recorder<Int>()
+        var chain: [Future<Int>] = []
+        var inner = producer.future
+        for level in (1..<levels).reversed() {
+            let promise = Promise<Int>()
+            promise.future.whenSuccess(on: .immediate) { _ in seen.append(level) }
+            #expect(promise.complete(with: inner))
+            chain.insert(promise.future, at: 0)
+            inner = promise.future
+        }
+        let top = Promise<Int>()
+        #expect(top.complete(with: inner))
+        let consumers = chain.map { $0.map(on: .immediate) { $0 + 1 } }
+        #expect(producer.succeed(1))
+        #expect(consumers.allSatisfy { $0.outcome?.value == 2 })
+        #expect(seen.all == Array((1..<levels).reversed()))
+        #expect(top.future.outcome?.value == 1)
+    }
+
     /// A future whose completion token was read keeps its identity when adopted: the token is
     /// cancelled when the future completes.
     @Test func aFutureWithACompletionTokenIsNotMerged() {

@@ -57,9 +57,17 @@ import Testing
         #expect(below.product == values[196...].reduce(1, *))
     }
 
-    @Test func aZeroFactorFoldsToZero() {
-        var factors = Self.factors([0])
-        for index in 0..<40 { factors.append(index.isMultiple(of: 2) ? 0.5 : 0.25) }
+    /// A zero factor (a weight of 1) is never folded into others: the depths below it keep their
+    /// own product, and a split just below it gets it.
+    @Test func aZeroFactorIsNeverFoldedWithOthers() {
+        let values = [0] + (0..<40).map { $0.isMultiple(of: 2) ? 0.5 : 0.25 }
+        let factors = Self.factors(values)
         #expect(factors.product == 0)
+        #expect(factors.runs.count <= DepthFactors.maximumRuns)
+        #expect(factors.runs[0] == DepthFactors.Run(factor: 0, count: 1))
+        let (above, below) = factors.split(at: 1)
+        #expect(above.product == 0)
+        let exact = values.dropFirst().reduce(1, *)
+        #expect(abs(below.product - exact) <= exact * 1e-9)
     }
 }
