@@ -564,6 +564,17 @@ extension FutureStorage {
         assertLocked()
         return phase == .pending && consumers == 0 && callbacks.holdsOnlyObservers
             && progress?.observers.isEmpty ?? true && extras?.onDemand == nil && extras?.completionToken == nil
+            && carriesFewObservers
+    }
+
+    /// Whether the observers this future carries are few enough to copy into an adopter. A merge
+    /// copies them (with their depths); a chain built from the bottom up, each new future adopting
+    /// the set made so far, would copy them all at every level. Past the limit the adopter waits
+    /// instead, and the next adopter merges with it: sets of at most that many observed levels,
+    /// each waiting on the next.
+    @usableFromInline
+    final var carriesFewObservers: Bool {
+        (extras?.mergedObservers?.count ?? 0) <= 64
     }
 
     /// This pending adopter adopted `never`: nothing but cancellation completes it now.

@@ -41,7 +41,9 @@ struct ProgressRelation {
         } else {
             subject = (weight ?? 1) * ownPart
         }
-        return offset + scale * subject
+        // Within 0...1 whatever the rounding of the products (a chain of weights can reach
+        // 1.0000000000000002).
+        return min(1, max(0, offset + scale * subject))
     }
 
     /// This future adopted `target` by merging: fold this future's weight into the composition

@@ -477,6 +477,41 @@ struct MergeSplitTests {
         #expect(top.future.outcome?.value == 1)
     }
 
+    /// A chain built from the bottom up, each new observed promise adopting the set made so far:
+    /// every observer runs once, the deepest first.
+    @Test func anObservedChainBuiltBottomUpRunsEachObserverOnce() {
+        let levels = 1_000
+        let producer = Promise<Int>()
+        let seen = Recorder<Int>()
+        var inner = producer.future
+        for level in 0..<levels {
+            let promise = Promise<Int>()
+            promise.future.whenSuccess(on: .immediate) { _ in seen.append(level) }
+            #expect(promise.complete(with: inner))
+            inner = promise.future
+        }
+        #expect(producer.succeed(1))
+        #expect(inner.outcome?.value == 1)
+        #expect(seen.all == Array(0..<levels))
+    }
+
+    /// Weights whose products round above 1 still read at most 1.
+    @Test func progressNeverReadsAboveOne() {
+        let weights = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
+        let producer = Promise<Int>()
+        let gates = weights.map { _ in Promise<Int>() }
+        var top = gates[weights.count - 1].future.flatMap(progressWeight: weights[weights.count - 1], on: .immediate) { _ in
+            producer.future
+        }
+        for level in (0..<(weights.count - 1)).reversed() {
+            let inner = top
+            top = gates[level].future.flatMap(progressWeight: weights[level], on: .immediate) { _ in inner }
+        }
+        for gate in gates { #expect(gate.succeed(0)) }
+        producer.progress = 0.1
+        #expect(top.progress <= 1)
+    }
+
     /// A future whose completion token was read keeps its identity when adopted: the token is
     /// cancelled when the future completes.
     @Test func aFutureWithACompletionTokenIsNotMerged() {
