@@ -77,8 +77,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // Helpers shared by the test targets (a thread-safe recorder).
-        .target(name: "FuturesTestHelpers", path: "Tests/FuturesTestHelpers"),
+        // Helpers shared by the test targets (a thread-safe recorder; the context carriers the test
+        // process installs).
+        .target(name: "FuturesTestHelpers", dependencies: ["Futures"], path: "Tests/FuturesTestHelpers"),
         // Heap statistics for the tests that check nothing stays allocated (malloc's own counters).
         .target(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
         // Runs one scenario in a process of its own and prints the heap each iteration kept.

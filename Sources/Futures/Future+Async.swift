@@ -27,7 +27,7 @@ extension Future {
                 promise.fail(error)
             }
         }
-        promise.onCancel { task.cancel() }
+        promise.storage.onCancel { task.cancel() }  // no user code: no context to carry
         self = promise.future
     }
 
@@ -102,7 +102,7 @@ extension FutureStorage {
                     Cancellation.withdraw(from: self, .uncounted, key: nil)  // cancelled before it waited
                     return
                 }
-                register({ outcome in waiter.resume(with: outcome) }, asConsumer: true, owner: waiter)
+                register({ outcome in waiter.resume(with: outcome) }, asConsumer: true, owner: waiter, carryingContext: false)
                 if waiter.markRegistered() {
                     Cancellation.withdraw(from: self, key: RegistrationKey(waiter))  // cancelled while registering
                 }
