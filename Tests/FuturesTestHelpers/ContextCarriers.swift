@@ -1,5 +1,9 @@
 import Futures
 
+#if FuturesTracing
+import FuturesTracing
+#endif
+
 /// Task-local values that the test process's context carriers follow into futures' callbacks.
 public enum TestContext {
     /// The value ``TestContextCarrier`` carries.
@@ -36,7 +40,13 @@ public struct SecondTestContextCarrier: FutureContextCarrier {
 
 /// Installs the test process's context carriers, the first time it is read: `FutureContext`'s
 /// bootstrap may run once per process, and every test target runs in the one process, so each
-/// test that needs a carrier reads this first.
+/// test that needs a carrier reads this first. With the FuturesTracing trait, the carrier of
+/// `ServiceContext` is installed with them.
 public let contextCarriersInstalled: Void = {
+    #if FuturesTracing
+    FutureContext.bootstrap(
+        TestContextCarrier.self, SecondTestContextCarrier.self, FuturesTracing.ServiceContextCarrier.self)
+    #else
     FutureContext.bootstrap(TestContextCarrier.self, SecondTestContextCarrier.self)
+    #endif
 }()
