@@ -64,8 +64,9 @@ public protocol FutureContextCarrier: Sendable {
 /// callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
 /// values of the call that made it, as every `Task` does.
 ///
-/// Without a carrier installed, a registration pays one relaxed atomic load, and nothing else.
-/// With one installed, a registration where no carrier captures a value costs a call to each
+/// Without a carrier installed, a registration pays one relaxed atomic load, and nothing else (on
+/// Apple systems, whose `Synchronization.Atomic` needs macOS 15 and iOS 18, a lock). With one
+/// installed, a registration where no carrier captures a value costs a call to each
 /// carrier's ``FutureContextCarrier/capture()``; one that captures a value also wraps the callback
 /// (one allocation).
 public enum FutureContext {
@@ -84,7 +85,7 @@ public enum FutureContext {
                 !carriers[..<index].contains { $0 == carrier },
                 "FutureContext.bootstrap was given \(carrier) twice")
         }
-        let installed = CarrierSet.install(CarrierSet(carriers))
+        let installed = CarrierSet.install(carriers)
         precondition(installed, "FutureContext.bootstrap may only be called once")
     }
 
@@ -156,8 +157,8 @@ public enum FutureContext {
 }
 
 #if !canImport(Darwin)
-/// The address of the installed ``CarrierSet`` (retained for ever), or 0. A constant initial value,
-/// so that reading it needs no lazy initialisation of the global.
+/// The address of the installed ``CarrierSet`` (allocated once, never freed), or 0. A constant
+/// initial value, so that reading it needs no lazy initialisation of the global.
 @usableFromInline let installedCarriers = Atomic<UInt>(0)
 #else
 // Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: the set is read under
@@ -165,32 +166,43 @@ public enum FutureContext {
 @usableFromInline let installedCarriers = Locked<CarrierSet?>(nil)
 #endif
 
-/// The carriers ``FutureContext/bootstrap(_:)`` installed; made once, never freed.
+/// The carriers ``FutureContext/bootstrap(_:)`` installed, in memory allocated once and never
+/// freed: reading them, at every registration, costs no reference counting.
 @usableFromInline
-final class CarrierSet: Sendable {
-    let carriers: [any FutureContextCarrier.Type]
+struct CarrierSet: @unchecked Sendable {
+    // Safety: the buffer is filled before the set is published (with release ordering, or under the
+    // lock) and is never written or freed after; a carrier type is a metatype, which is immutable.
+    let carriers: UnsafeBufferPointer<any FutureContextCarrier.Type>
 
-    init(_ carriers: [any FutureContextCarrier.Type]) { self.carriers = carriers }
-
-    /// Installs `set` unless a set is installed already.
-    static func install(_ set: CarrierSet) -> Bool {
+    /// Installs `carriers` unless a set is installed already.
+    static func install(_ carriers: [any FutureContextCarrier.Type]) -> Bool {
+        let buffer = UnsafeMutableBufferPointer<any FutureContextCarrier.Type>.allocate(capacity: carriers.count)
+        _ = buffer.initialize(from: carriers)
+        let set = CarrierSet(carriers: UnsafeBufferPointer(buffer))
         #if !canImport(Darwin)
-        let address = UInt(bitPattern: Unmanaged.passRetained(set).toOpaque())  // never released
-        return installedCarriers.compareExchange(expected: 0, desired: address, ordering: .releasing).exchanged
+        let stored = UnsafeMutablePointer<CarrierSet>.allocate(capacity: 1)
+        stored.initialize(to: set)
+        let address = UInt(bitPattern: stored)
+        if installedCarriers.compareExchange(expected: 0, desired: address, ordering: .releasing).exchanged {
+            return true
+        }
+        stored.deallocate()
         #else
-        return installedCarriers.withLock { installed in
+        let installed = installedCarriers.withLock { installed -> Bool in
             guard installed == nil else { return false }
             installed = set
             return true
         }
+        if installed { return true }
         #endif
+        buffer.deallocate()
+        return false
     }
 
     /// The installed set, if any.
     static var installed: CarrierSet? {
         #if !canImport(Darwin)
-        guard let pointer = UnsafeRawPointer(bitPattern: installedCarriers.load(ordering: .acquiring)) else { return nil }
-        return Unmanaged<CarrierSet>.fromOpaque(pointer).takeUnretainedValue()
+        UnsafePointer<CarrierSet>(bitPattern: installedCarriers.load(ordering: .acquiring))?.pointee
         #else
         installedCarriers.withLock { $0 }
         #endif
