@@ -14,7 +14,7 @@ extension Future {
     /// ```
     ///
     /// The span is a child of the current `ServiceContext` (a root span without one), and its
-    /// context is current inside `body`: spans started there, and, once ``FuturesTracing/bootstrap()``
+    /// context is current inside `body`: spans started there, and, once `FuturesTracing.bootstrap()`
     /// has run, spans started in the callbacks registered there, are its children. When the future
     /// completes, a failure is recorded on the span (`recordError`), and a cancellation sets the
     /// attribute `future.cancelled` to `true`; then the span ends.
