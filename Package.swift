@@ -8,15 +8,16 @@ let withoutCombine: [Platform] = [.linux, .android, .windows, .wasi, .openbsd]
 // that one of its declared products needs uses them, under the traits the client enabled. So:
 // - `Futures`, `FuturesTestSupport` and `FuturesURLSession` need no other package: a client of them
 //   alone clones this package and nothing else.
-// - `FuturesNIO` needs SwiftNIO, and `FuturesCombine` needs OpenCombine where Combine is missing;
-//   each only under the trait of its name, which its clients enable on their `.package` line.
-//   Without it the bridge's module is empty.
+// - `FuturesNIO` needs SwiftNIO, `FuturesCombine` needs OpenCombine where Combine is missing, and
+//   `FuturesTracing` needs swift-distributed-tracing; each only under the trait of its name, which
+//   its clients enable on their `.package` line. Without it the product's module is empty.
 // - The demo (`futures-demo`) is not a declared product: SwiftPM makes one for an executable target
 //   of the root package only, so `swift run futures-demo` works here and no client resolves
 //   swift-argument-parser or swift-crypto. The tests' own dependencies are never a client's.
 var dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+    .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
 ]
@@ -35,12 +36,17 @@ let package = Package(
         .library(name: "FuturesNIO", targets: ["FuturesNIO"]),
         .library(name: "FuturesCombine", targets: ["FuturesCombine"]),
         .library(name: "FuturesURLSession", targets: ["FuturesURLSession"]),
+        .library(name: "FuturesTracing", targets: ["FuturesTracing"]),
     ],
     traits: [
         .trait(name: "FuturesNIO", description: "The FuturesNIO bridge: futures to and from SwiftNIO's EventLoopFuture."),
         .trait(
             name: "FuturesCombine",
             description: "The FuturesCombine bridge: futures to and from Combine publishers (OpenCombine where Combine is missing)."
+        ),
+        .trait(
+            name: "FuturesTracing",
+            description: "FuturesTracing: swift-distributed-tracing's context in futures' callbacks, and spans around futures."
         ),
     ],
     dependencies: dependencies,
@@ -67,6 +73,14 @@ let package = Package(
         ),
         // URLSession calls as futures, with progress and cancellation.
         .target(name: "FuturesURLSession", dependencies: ["Futures"]),
+        // swift-distributed-tracing's context carried into callbacks, and spans around futures.
+        .target(
+            name: "FuturesTracing",
+            dependencies: [
+                "Futures",
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["FuturesTracing"])),
+            ]
+        ),
         // The main job: `hash` (SHA-256 of files, concurrently, with progress, timeouts and Ctrl-C)
         // and `tour` (a person-and-picture loading scenario), on the local file system.
         .executableTarget(
@@ -77,8 +91,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // Helpers shared by the test targets (a thread-safe recorder).
-        .target(name: "FuturesTestHelpers", path: "Tests/FuturesTestHelpers"),
+        // Helpers shared by the test targets (a thread-safe recorder; the context carriers the test
+        // process installs, with FuturesTracing's under its trait).
+        .target(name: "FuturesTestHelpers", dependencies: ["Futures", "FuturesTracing"], path: "Tests/FuturesTestHelpers"),
         // Heap statistics for the tests that check nothing stays allocated (malloc's own counters).
         .target(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
         // Runs one scenario in a process of its own and prints the heap each iteration kept.
@@ -130,6 +145,16 @@ let package = Package(
                 "FuturesCombine",
                 "FuturesTestHelpers",
                 .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: withoutCombine)),
+            ]
+        ),
+        .testTarget(
+            name: "FuturesTracingTests",
+            dependencies: [
+                "FuturesTracing",
+                "FuturesTestSupport",
+                "FuturesTestHelpers",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(

@@ -10,7 +10,7 @@ let package = Package(
     name: "swift-futures-benchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "swift-futures", path: "..", traits: ["FuturesNIO", "FuturesCombine"]),
+        .package(name: "swift-futures", path: "..", traits: ["FuturesNIO", "FuturesCombine", "FuturesTracing"]),
         .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
@@ -23,6 +23,7 @@ let package = Package(
                 .product(name: "FuturesNIO", package: "swift-futures"),
                 .product(name: "FuturesCombine", package: "swift-futures"),
                 .product(name: "FuturesURLSession", package: "swift-futures"),
+                .product(name: "FuturesTracing", package: "swift-futures"),
                 .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux])),
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "NIOCore", package: "swift-nio"),

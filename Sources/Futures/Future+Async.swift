@@ -27,7 +27,7 @@ extension Future {
                 promise.fail(error)
             }
         }
-        promise.onCancel { task.cancel() }
+        promise.storage.onCancel { task.cancel() }  // no user code: no context to carry
         self = promise.future.made("task", file, line)
     }
 
@@ -65,8 +65,11 @@ extension Future {
     /// gets ``Outcome/cancelled`` and withdraws; a future left with no consumer is cancelled. A task
     /// that is already cancelled when it starts waiting on a pending future gets ``Outcome/cancelled``
     /// at once and counts as a consumer that withdrew.
+    ///
+    /// Awaiting keeps the caller's isolation: awaited from an actor (the main actor included), the
+    /// task does not leave the actor's executor to wait, and resumes on it.
     @inlinable
-    public var result: Outcome<Value> {
+    public nonisolated(nonsending) var result: Outcome<Value> {
         get async {
             // A completed future: no suspension, and specialised where the value type is known.
             if let outcome = storage.outcome { return outcome }
@@ -80,16 +83,19 @@ extension Future {
     /// ```swift
     /// let picture = try await loadPerson().flatMap { $0.loadPicture() }.value
     /// ```
+    ///
+    /// Awaiting keeps the caller's isolation, as ``result`` does.
     @inlinable
-    public var value: Value {
+    public nonisolated(nonsending) var value: Value {
         get async throws { try await result.get() }
     }
 }
 
 extension FutureStorage {
-    /// Waits for the outcome of this future as a consumer (see ``Future/result``).
+    /// Waits for the outcome of this future as a consumer (see ``Future/result``), in the caller's
+    /// isolation.
     @usableFromInline
-    final func waitForOutcome() async -> Outcome<Value> {
+    nonisolated(nonsending) final func waitForOutcome() async -> Outcome<Value> {
         if let outcome { return outcome }
         if Task.isCancelled {
             Cancellation.withdraw(from: self, .uncounted, key: nil)
@@ -102,7 +108,7 @@ extension FutureStorage {
                     Cancellation.withdraw(from: self, .uncounted, key: nil)  // cancelled before it waited
                     return
                 }
-                register({ outcome in waiter.resume(with: outcome) }, asConsumer: true, owner: waiter)
+                register({ outcome in waiter.resume(with: outcome) }, asConsumer: true, owner: waiter, carryingContext: false)
                 if waiter.markRegistered() {
                     Cancellation.withdraw(from: self, key: RegistrationKey(waiter))  // cancelled while registering
                 }

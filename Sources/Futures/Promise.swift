@@ -187,7 +187,7 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
     /// - Parameter handler: the work to do on cancellation.
     @inlinable
     public func onCancel(_ handler: @escaping @Sendable () -> Void) {
-        storage.onCancel(handler)
+        storage.onCancel(FutureContext.carrying(handler))
     }
 }
 

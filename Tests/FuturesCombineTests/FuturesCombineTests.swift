@@ -314,4 +314,30 @@ final class ProbeSubscription: Subscription, @unchecked Sendable {
         #expect(back.outcome?.value == "round")
     }
 }
+/// The context carried into callbacks (``FutureContext``) crosses the bridge both ways.
+@Suite struct CombineContextTests {
+    init() { _ = contextCarriersInstalled }
+
+    @Test func aSubscribersValueArrivesWithTheContextWhereItSubscribed() {
+        let promise = Promise<Int>()
+        let seen = Recorder<String?>()
+        let subscription = TestContext.$label.withValue("subscribed") {
+            promise.future.publisher.sink(receiveCompletion: { _ in }, receiveValue: { _ in seen.append(TestContext.label) })
+        }
+        TestContext.$label.withValue("completer") { _ = promise.succeed(1) }
+        #expect(seen.all == ["subscribed"])
+        subscription.cancel()
+    }
+
+    @Test func aCallbackOnAFutureOfAPublisherRunsWithTheContextOfItsRegistration() {
+        let subject = PassthroughSubject<Int, Never>()
+        let future = Futures.Future(subject)
+        let seen = Recorder<String?>()
+        TestContext.$label.withValue("registered") {
+            future.whenSuccess(on: .immediate) { _ in seen.append(TestContext.label) }
+        }
+        TestContext.$label.withValue("sender") { subject.send(1) }
+        #expect(seen.all == ["registered"])
+    }
+}
 #endif

@@ -177,4 +177,34 @@ struct Boom: Error, Equatable {}
         try await group.shutdownGracefully()
     }
 }
+/// The context carried into callbacks (``FutureContext``) crosses the bridge.
+@Suite struct NIOContextTests {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+
+    init() { _ = contextCarriersInstalled }
+
+    @Test func aCallbackOnAFutureOfAnEventLoopFutureRunsOnTheLoopWithTheContextOfItsRegistration() async throws {
+        let loop = group.next()
+        let nioPromise = loop.makePromise(of: Int.self)
+        let future = Future(nioPromise.futureResult)
+        let seen = Recorder<String?>()
+        let mapped = TestContext.$label.withValue("registered") {
+            future.map(on: .eventLoop(loop)) { value in
+                seen.append(loop.inEventLoop ? TestContext.label : "off the loop")
+                return value + 1
+            }
+        }
+        TestContext.$label.withValue("completer") { nioPromise.succeed(1) }
+        #expect(try await mapped.value == 2)
+        #expect(seen.all == ["registered"])
+        try await group.shutdownGracefully()
+    }
+
+    @Test func workOnAnEventLoopExecutorRunsWithTheContextOfTheCall() async throws {
+        let loop = group.next()
+        let future = TestContext.$label.withValue("made") { Future(on: .eventLoop(loop)) { TestContext.label } }
+        #expect(try await future.value == "made")
+        try await group.shutdownGracefully()
+    }
+}
 #endif

@@ -9,7 +9,7 @@
 //   GCD      DispatchQueue / DispatchGroup doing the same job by hand
 //   NIO      SwiftNIO 2.101.3 EventLoopPromise / EventLoopFuture
 //   closure  a plain completion-handler closure chain (scenario b only)
-//   CC       withCheckedContinuation (scenario f only)
+//   CC       withCheckedContinuation (scenarios f and o)
 //   Combine  OpenCombine 0.14.0 (Combine on Apple platforms) doing the same job alone (scenario i)
 //   URLSession  Foundation's URLSession with a completion handler (scenario i)
 
@@ -163,6 +163,8 @@ let benchmarks: @Sendable () -> Void = {
     scenarioK()
     scenarioL()
     scenarioM()
+    scenarioN()
+    scenarioO()
     scenarioP()
 }
 

@@ -40,7 +40,7 @@ public struct CancellationToken: Sendable, Hashable {
     /// - Parameter handler: the work to do on cancellation.
     public func onCancel(_ handler: @escaping @Sendable () -> Void) {
         guard let core else { return }
-        _ = core.add(handler)
+        _ = core.add(FutureContext.carrying(handler))
     }
 
     /// Runs `handler` when this token is cancelled, unless `other` is cancelled first; once `other`
@@ -64,7 +64,7 @@ public struct CancellationToken: Sendable, Hashable {
         }
         // Cancelled "unless cancelled first": the condition always wins.
         if otherCore === core || otherCore.phase == .cancelled { return }
-        UnlessRegistration.register(handler, on: core, unless: otherCore)
+        UnlessRegistration.register(FutureContext.carrying(handler), on: core, unless: otherCore)
     }
 
     /// A token cancelled as soon as either `first` or `second` is.

@@ -41,6 +41,25 @@ enum CallbackEntry<Value: Sendable> {
         }
     }
 
+    /// This entry, made to run with the context current now (see ``FutureContext``): itself
+    /// unless a carrier is installed (one relaxed atomic load) and captures a value. A join's member
+    /// entry is left as it is: its sink restores the join's context.
+    @inlinable @inline(__always)
+    func carryingContext() -> CallbackEntry {
+        if _fastPath(!FutureContext.isInstalled) { return self }
+        return carryingCapturedContext()
+    }
+
+    @inlinable @inline(never)
+    func carryingCapturedContext() -> CallbackEntry {
+        guard let context = FutureContext.captureInstalled() else { return self }
+        switch self {
+        case .outcome(let callback, let owner): return .outcome({ outcome in context.restore { callback(outcome) } }, owner: owner)
+        case .success(let body): return .success({ value in context.restore { body(value) } })
+        case .member: return self
+        }
+    }
+
     /// The key under which the entry can be removed (`nil`: it cannot be).
     @inlinable
     var key: RegistrationKey? {
@@ -61,9 +80,11 @@ final class MemberSink<Value: Sendable>: Sendable {
     /// The join's identity: with a member's index, the key of that member's registration.
     @usableFromInline let owner: ObjectIdentifier
 
+    /// A sink for the join `owner`; `receive` runs with the context current where the join is
+    /// made (see ``FutureContext``).
     @inlinable init(owner: AnyObject, _ receive: @escaping @Sendable (Outcome<Value>, Int) -> Void) {
         self.owner = ObjectIdentifier(owner)
-        self.receive = receive
+        self.receive = FutureContext.carrying(receive)
     }
 }
 

@@ -27,12 +27,14 @@ enum Hop: Sendable {
     }
 
     /// Runs `work` inline or on the executor: for work started by a call (`Future(on:)`, progress),
-    /// which must never run inside that call unless `.immediate`.
+    /// which must never run inside that call unless `.immediate`. On the executor, `work` runs with
+    /// the context current now (see ``FutureContext``).
     @inlinable
     func run(_ work: @escaping @Sendable () -> Void) {
         switch self {
         case .inline: work()
         case .executor(let executor, let affinity):
+            let work = FutureContext.carrying(work)
             // Dispatch queues never drop or repeat a job; other executors' jobs run at most once.
             if let affinity, !affinity.mayDropJobs { return executor.execute(work) }
             Self.runGuarded(work, on: executor, failingIfDropped: nil)
@@ -43,12 +45,14 @@ enum Hop: Sendable {
     /// A job for an executor that may drop or repeat jobs (a custom one, or an operation queue,
     /// whose cancelled operations never run) is guarded (see ``GuardedJob``): released without
     /// running, it fails `target` with ``FutureError/droppedJob`` rather than leave it pending
-    /// forever; run twice, it runs once (debug builds trap).
+    /// forever; run twice, it runs once (debug builds trap). On the executor, `work` runs with the
+    /// context current now (see ``FutureContext``).
     @inlinable
     func run(_ work: @escaping @Sendable () -> Void, failingIfDropped target: any DroppedJobTarget) {
         switch self {
         case .inline: work()
         case .executor(let executor, let affinity):
+            let work = FutureContext.carrying(work)
             // Dispatch queues never drop or repeat a job: they pay nothing for the guard.
             if let affinity, !affinity.mayDropJobs { return executor.execute(work) }
             Self.runGuarded(work, on: executor, failingIfDropped: target)

@@ -9,9 +9,12 @@ extension FutureStorage {
     ///     merely observing it. Derived futures use ``register(_:derived:consumer:)``.
     ///   - owner: the registrant, if it will withdraw (its entry is then removed; see
     ///     ``RegistrationKey``).
+    ///   - carryingContext: whether the callback runs with the context current now (see
+    ///     ``FutureContext``); `false` only for callbacks that run no user code (resuming a task).
     @inlinable
-    final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil) {
-        var entry: CallbackEntry<Value>? = .outcome(callback, owner: owner.map(ObjectIdentifier.init))
+    final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil, carryingContext: Bool = true) {
+        let made = CallbackEntry<Value>.outcome(callback, owner: owner.map(ObjectIdentifier.init))
+        var entry: CallbackEntry<Value>? = carryingContext ? made.carryingContext() : made
         withOwnState({ $0.registerLocked(&entry, counted: asConsumer) }, then: { node, step in node.registered(step, &entry) })
     }
 
@@ -19,7 +22,7 @@ extension FutureStorage {
     /// stored without a wrapping closure.
     @inlinable
     final func registerInlineSuccess(_ body: @escaping @Sendable (Value) -> Void) {
-        var entry: CallbackEntry<Value>? = .success(body)
+        var entry: CallbackEntry<Value>? = CallbackEntry.success(body).carryingContext()
         withOwnState({ $0.registerLocked(&entry, counted: false) }, then: { node, step in node.registered(step, &entry) })
     }
 
@@ -35,7 +38,7 @@ extension FutureStorage {
         consumer: Bool = true
     ) {
         derived.consumesUpstream = consumer
-        var entry: CallbackEntry<Value>? = .outcome(callback, owner: ObjectIdentifier(derived))
+        var entry: CallbackEntry<Value>? = CallbackEntry.outcome(callback, owner: ObjectIdentifier(derived)).carryingContext()
         withOwnState({ $0.registerLocked(&entry, derived: derived) }, then: { node, step in node.registered(step, &entry) })
     }
 
@@ -96,6 +99,7 @@ extension FutureStorage {
     /// the first callback registers or a future adopts this one, and gets the future to complete.
     @usableFromInline
     final func startsOnDemand(_ work: @escaping @Sendable (FutureStorage<Value>) -> Void) {
+        let work = FutureContext.carrying(work)  // the context where the deferred future is made
         LockTable.withLock(self) { ensureExtras.onDemand = work }
     }
 

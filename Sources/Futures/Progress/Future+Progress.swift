@@ -123,7 +123,7 @@ final class ProgressDelivery: @unchecked Sendable {
 
     init(hop: Hop, body: @escaping @Sendable (Double) -> Void) {
         self.hop = hop
-        self.body = body
+        self.body = FutureContext.carrying(body)  // the context where the handler is registered
     }
 
     /// Offers a value; one older than what this handler already has (it overtook) is dropped.

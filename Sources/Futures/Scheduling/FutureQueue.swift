@@ -56,7 +56,8 @@ public final class FutureQueue: Sendable {
         _ operation: @escaping @Sendable () throws -> Future<Value>
     ) -> Future<Value> {
         let promise = Promise<Value>(file: file, line: line)
-        let start: @Sendable () -> Void = { [self] in
+        // With the context of this call, not that of the operation whose end starts it.
+        let start: @Sendable () -> Void = FutureContext.carrying { [self] in
             let started: Future<Value>
             do { started = try operation() } catch { started = Future(error: error) }
             started.storage.register({ _ in self.finished() }, asConsumer: false)

@@ -1,0 +1,252 @@
+#if !canImport(Darwin)
+import Synchronization
+#endif
+
+/// A value that follows a future's callbacks from where they are registered to wherever they run:
+/// a task-local request context, a tracing context, a logger's metadata.
+///
+/// A callback runs later, often on another thread, where the task-local values of the code that
+/// registered it are gone. Install a carrier once, at start-up, with
+/// ``FutureContext/bootstrap(_:)``: every registration then calls ``capture()``, and whatever thread
+/// runs the callback runs it inside ``restore(_:)`` of the captured value.
+///
+/// ```swift
+/// enum RequestID {
+///     @TaskLocal static var current: String?
+/// }
+///
+/// struct RequestIDCarrier: FutureContextCarrier {
+///     let id: String
+///
+///     static func capture() -> RequestIDCarrier? {
+///         RequestID.current.map(RequestIDCarrier.init)
+///     }
+///
+///     func restore<R>(_ body: () throws -> R) rethrows -> R {
+///         try RequestID.$current.withValue(id, operation: body)
+///     }
+/// }
+/// ```
+///
+/// Both are called often, outside the library's locks: keep them short, and never block or
+/// register on a future inside them.
+public protocol FutureContextCarrier: Sendable {
+    /// The value current now, or `nil` when there is none.
+    ///
+    /// Called where a callback is registered (a `map`, a `whenComplete`, a join, the work of
+    /// `Future(on:)` handed to its executor, ...). With `nil`, the callback runs with whatever is
+    /// current where it runs.
+    static func capture() -> Self?
+
+    /// Runs `body` with this value current, so that ``capture()`` inside `body` returns it.
+    ///
+    /// Called around the callback, on the thread that runs it, once per run.
+    func restore<R>(_ body: () throws -> R) rethrows -> R
+}
+
+/// Carries values such as a task-local request or tracing context into futures' callbacks.
+///
+/// ```swift
+/// FutureContext.bootstrap(RequestIDCarrier.self)
+///
+/// RequestID.$current.withValue("r-1") {
+///     loadUser().whenSuccess(on: .global()) { user in
+///         log("loaded \(user) for \(RequestID.current!)")  // "r-1", on a global queue, later
+///     }
+/// }
+/// ```
+///
+/// A value captured when a callback is registered is current while that callback runs, on
+/// whatever executor runs it: transforms (`map`, `flatMap`, `recover`, ...), observers
+/// (`whenComplete`, `whenSuccess`, `whenProgress`, ...), callbacks on joins, timeouts and retries,
+/// a promise's and a token's `onCancel`, the work of `Future(on:)` and `Future.deferred`, the
+/// operations of a `FutureQueue` (each with the context of the `add` that queued it), and the
+/// callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
+/// values of the call that made it, as every `Task` does.
+///
+/// Without a carrier installed, a registration pays one relaxed atomic load, and nothing else (on
+/// Apple systems, whose `Synchronization.Atomic` needs macOS 15 and iOS 18, a lock). With one
+/// installed, a registration where no carrier captures a value costs a call to each
+/// carrier's ``FutureContextCarrier/capture()``; one that captures a value also wraps the callback
+/// (one allocation).
+public enum FutureContext {
+    /// Installs the carriers whose values follow callbacks, for the whole process.
+    ///
+    /// Call it once, at start-up, before futures are made: callbacks registered before it carry
+    /// nothing. A second call traps, as swift-log's `LoggingSystem.bootstrap` does: install every
+    /// carrier the process needs in the one call. Restoring nests in the order given (the first
+    /// carrier's value is restored outermost).
+    ///
+    /// - Parameter carriers: the carrier types; at least one, each at most once.
+    public static func bootstrap(_ carriers: any FutureContextCarrier.Type...) {
+        precondition(!carriers.isEmpty, "FutureContext.bootstrap needs at least one carrier")
+        for (index, carrier) in carriers.enumerated() {
+            precondition(
+                !carriers[..<index].contains { $0 == carrier },
+                "FutureContext.bootstrap was given \(carrier) twice")
+        }
+        let installed = CarrierSet.install(carriers)
+        precondition(installed, "FutureContext.bootstrap may only be called once")
+    }
+
+    /// Whether carriers are installed: one relaxed atomic load.
+    @inlinable @inline(__always)
+    static var isInstalled: Bool {
+        #if !canImport(Darwin)
+        installedCarriers.load(ordering: .relaxed) != 0
+        #else
+        installedCarriers.withLock { $0 != nil }
+        #endif
+    }
+
+    /// The values the installed carriers capture now, or `nil` if none of them has one (or none is
+    /// installed).
+    @inlinable
+    static func capture() -> CapturedContext? {
+        if _fastPath(!isInstalled) { return nil }
+        return captureInstalled()
+    }
+
+    @usableFromInline @inline(never)
+    static func captureInstalled() -> CapturedContext? {
+        CarrierSet.installed?.capture()
+    }
+
+    /// `work`, made to run with the context current now (`work` itself if there is none).
+    @inlinable
+    static func carrying(_ work: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        if _fastPath(!isInstalled) { return work }
+        return carryingInstalled(work)
+    }
+
+    @usableFromInline @inline(never)
+    static func carryingInstalled(_ work: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        guard let context = captureInstalled() else { return work }
+        return { context.restore(work) }
+    }
+
+    /// `work`, made to run with the context current now (`work` itself if there is none).
+    @inlinable
+    static func carrying<Argument>(_ work: @escaping @Sendable (Argument) -> Void) -> @Sendable (Argument) -> Void {
+        if _fastPath(!isInstalled) { return work }
+        return carryingInstalled(work)
+    }
+
+    @usableFromInline @inline(never)
+    static func carryingInstalled<Argument>(_ work: @escaping @Sendable (Argument) -> Void) -> @Sendable (Argument) -> Void {
+        guard let context = captureInstalled() else { return work }
+        return { argument in context.restore { work(argument) } }
+    }
+
+    /// `work`, made to run with the context current now (`work` itself if there is none).
+    @inlinable
+    static func carrying<First, Second>(
+        _ work: @escaping @Sendable (First, Second) -> Void
+    ) -> @Sendable (First, Second) -> Void {
+        if _fastPath(!isInstalled) { return work }
+        return carryingInstalled(work)
+    }
+
+    @usableFromInline @inline(never)
+    static func carryingInstalled<First, Second>(
+        _ work: @escaping @Sendable (First, Second) -> Void
+    ) -> @Sendable (First, Second) -> Void {
+        guard let context = captureInstalled() else { return work }
+        return { first, second in context.restore { work(first, second) } }
+    }
+}
+
+#if !canImport(Darwin)
+/// The address of the installed ``CarrierSet`` (allocated once, never freed), or 0. A constant
+/// initial value, so that reading it needs no lazy initialisation of the global.
+@usableFromInline let installedCarriers = Atomic<UInt>(0)
+#else
+// Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: the set is read under
+// a lock there.
+@usableFromInline let installedCarriers = Locked<CarrierSet?>(nil)
+#endif
+
+/// The carriers ``FutureContext/bootstrap(_:)`` installed, in memory allocated once and never
+/// freed: reading them, at every registration, costs no reference counting.
+@usableFromInline
+struct CarrierSet: @unchecked Sendable {
+    // Safety: the buffer is filled before the set is published (with release ordering, or under the
+    // lock) and is never written or freed after; a carrier type is a metatype, which is immutable.
+    let carriers: UnsafeBufferPointer<any FutureContextCarrier.Type>
+
+    /// Installs `carriers` unless a set is installed already.
+    static func install(_ carriers: [any FutureContextCarrier.Type]) -> Bool {
+        let buffer = UnsafeMutableBufferPointer<any FutureContextCarrier.Type>.allocate(capacity: carriers.count)
+        _ = buffer.initialize(from: carriers)
+        let set = CarrierSet(carriers: UnsafeBufferPointer(buffer))
+        #if !canImport(Darwin)
+        let stored = UnsafeMutablePointer<CarrierSet>.allocate(capacity: 1)
+        stored.initialize(to: set)
+        let address = UInt(bitPattern: stored)
+        if installedCarriers.compareExchange(expected: 0, desired: address, ordering: .releasing).exchanged {
+            return true
+        }
+        stored.deallocate()
+        #else
+        let installed = installedCarriers.withLock { installed -> Bool in
+            guard installed == nil else { return false }
+            installed = set
+            return true
+        }
+        if installed { return true }
+        #endif
+        buffer.deallocate()
+        return false
+    }
+
+    /// The installed set, if any.
+    static var installed: CarrierSet? {
+        #if !canImport(Darwin)
+        UnsafePointer<CarrierSet>(bitPattern: installedCarriers.load(ordering: .acquiring))?.pointee
+        #else
+        installedCarriers.withLock { $0 }
+        #endif
+    }
+
+    /// What the carriers capture now.
+    func capture() -> CapturedContext? {
+        if carriers.count == 1 { return carriers[0].capture().map { CapturedContext(.one($0)) } }
+        var values: [any FutureContextCarrier] = []
+        for carrier in carriers {
+            if let value = carrier.capture() { values.append(value) }
+        }
+        switch values.count {
+        case 0: return nil
+        case 1: return CapturedContext(.one(values[0]))
+        default: return CapturedContext(.many(values))
+        }
+    }
+}
+
+/// The values captured at one registration, restored around its callback.
+@usableFromInline
+struct CapturedContext: Sendable {
+    @usableFromInline
+    enum Values: Sendable {
+        case one(any FutureContextCarrier)
+        case many([any FutureContextCarrier])
+    }
+
+    @usableFromInline let values: Values
+
+    init(_ values: Values) { self.values = values }
+
+    /// Runs `body` with the captured values current.
+    @usableFromInline
+    func restore<R>(_ body: () throws -> R) rethrows -> R {
+        switch values {
+        case .one(let value): try value.restore(body)
+        case .many(let values): try Self.restore(values[...], body)
+        }
+    }
+
+    private static func restore<R>(_ values: ArraySlice<any FutureContextCarrier>, _ body: () throws -> R) rethrows -> R {
+        guard let first = values.first else { return try body() }
+        return try first.restore { try restore(values.dropFirst(), body) }
+    }
+}

@@ -1,0 +1,60 @@
+// Built with the package trait FuturesTracing, which brings swift-distributed-tracing; without it
+// the module is empty.
+#if FuturesTracing
+import Futures
+import Tracing
+
+extension Future {
+    /// Starts a span around the future that `body` returns: it ends when that future completes.
+    ///
+    /// ```swift
+    /// let user = Future.withSpan("load user") { span in
+    ///     loadUser(id: 42)
+    /// }
+    /// ```
+    ///
+    /// The span is a child of the current `ServiceContext` (a root span without one), and its
+    /// context is current inside `body`: spans started there, and, once `FuturesTracing.bootstrap()`
+    /// has run, spans started in the callbacks registered there, are its children. When the future
+    /// completes, a failure is recorded on the span (`recordError`), and a cancellation sets the
+    /// attribute `future.cancelled` to `true`; then the span ends.
+    ///
+    /// The span observes the future and does not consume it: the result is the future `body`
+    /// returned, and cancelling it is the same as cancelling that future.
+    ///
+    /// - Parameters:
+    ///   - operationName: the span's name.
+    ///   - kind: the span's kind.
+    ///   - function: the function that starts the span, for the tracer; leave the default.
+    ///   - fileID: the file that starts the span, for the tracer; leave the default.
+    ///   - line: the line that starts the span, for the tracer; leave the default.
+    ///   - body: runs at once, with the span, and returns the future to trace; an error it throws
+    ///     is recorded and fails the result.
+    /// - Returns: the future `body` returned (a failed one if it threw).
+    public static func withSpan(
+        _ operationName: String,
+        ofKind kind: SpanKind = .internal,
+        function: String = #function,
+        file fileID: String = #fileID,
+        line: UInt = #line,
+        _ body: (any Span) throws -> Future<Value>
+    ) -> Future<Value> {
+        let span = startSpan(operationName, ofKind: kind, function: function, file: fileID, line: line)
+        let future: Future<Value>
+        do {
+            future = try ServiceContext.withValue(span.context) { try body(span) }
+        } catch {
+            future = Future(error: error)
+        }
+        future.whenComplete(on: .immediate) { outcome in
+            switch outcome {
+            case .success: break
+            case .failure(let error): span.recordError(error)
+            case .cancelled: span.attributes["future.cancelled"] = true
+            }
+            span.end()
+        }
+        return future
+    }
+}
+#endif

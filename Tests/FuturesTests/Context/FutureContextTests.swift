@@ -1,0 +1,318 @@
+import Foundation
+import Futures
+import FuturesTestHelpers
+import FuturesTestSupport
+import Testing
+
+/// Runs `body` with `label` as the value ``TestContextCarrier`` carries.
+@discardableResult
+private func with<R>(_ label: String?, _ body: () throws -> R) rethrows -> R {
+    try TestContext.$label.withValue(label, operation: body)
+}
+
+/// Where a callback ran, and the label current there.
+private struct Sighting: Hashable, Sendable {
+    let kind: String
+    let label: String?
+}
+
+/// Records, for each callback, the label current while it ran.
+private final class Sightings: Sendable {
+    let recorder = Recorder<Sighting>()
+
+    func note(_ kind: String) { recorder.append(Sighting(kind: kind, label: TestContext.label)) }
+
+    var all: [Sighting] { recorder.all }
+    var kinds: Set<String> { Set(all.map(\.kind)) }
+    var labels: Set<String?> { Set(all.map(\.label)) }
+}
+
+/// Every test registers its callbacks with one label current, completes the futures with another,
+/// and runs the executors' jobs with a third: a callback sees the first only if it was carried.
+@Suite struct FutureContextTests {
+    init() { _ = contextCarriersInstalled }
+
+    @Test func aMapRunsWithTheContextOfItsRegistrationOnItsExecutor() {
+        let executor = ManualExecutor()
+        let seen = Sightings()
+        let promise = Promise<Int>()
+        let mapped = with("registered") {
+            promise.future.map(on: executor) { value in
+                seen.note("map")
+                return value * 2
+            }
+        }
+        with("completer") { promise.succeed(21) }
+        #expect(seen.all.isEmpty, "queued on the executor, not run")
+        with("runner") { _ = executor.runAll() }
+        #expect(seen.all == [Sighting(kind: "map", label: "registered")])
+        #expect(mapped.outcome?.value == 42)
+    }
+
+    @Test func anImmediateCallbackRunsWithTheContextOfItsRegistrationOnTheCompletingThread() {
+        let seen = Sightings()
+        let promise = Promise<Int>()
+        with("registered") {
+            promise.future.whenSuccess(on: .immediate) { _ in seen.note("whenSuccess") }
+            promise.future.whenComplete(on: .immediate) { _ in seen.note("whenComplete") }
+            _ = promise.future.map(on: .immediate) { _ in seen.note("map") }
+        }
+        with("completer") { promise.succeed(1) }
+        #expect(seen.kinds == ["whenSuccess", "whenComplete", "map"])
+        #expect(seen.labels == ["registered"])
+    }
+
+    @Test func everyKindOfCallbackRunsWithTheContextOfItsRegistration() {
+        let executor = ManualExecutor()
+        let seen = Sightings()
+        let succeeding = Promise<Int>()
+        let failing = Promise<Int>()
+        let cancelled = Promise<Int>()
+        var derived: [Future<Int>] = []
+        with("registered") {
+            succeeding.future.whenSuccess(on: executor) { _ in seen.note("whenSuccess") }
+            failing.future.whenFailure(on: executor) { _ in seen.note("whenFailure") }
+            cancelled.future.whenCancelled(on: executor) { seen.note("whenCancelled") }
+            succeeding.future.whenComplete(on: executor) { _ in seen.note("whenComplete") }
+            succeeding.future.whenProgress(on: executor) { _ in seen.note("whenProgress") }
+            cancelled.onCancel { seen.note("onCancel") }
+            derived = [
+                succeeding.future.map(on: executor) { value in
+                    seen.note("map")
+                    return value
+                },
+                succeeding.future.flatMap(on: executor) { value in
+                    seen.note("flatMap")
+                    return Future(value: value)
+                },
+                failing.future.mapError(on: executor) { error in
+                    seen.note("mapError")
+                    return error
+                },
+                failing.future.recover(on: executor) { _ in
+                    seen.note("recover")
+                    return 0
+                },
+                failing.future.flatMapError(on: executor) { _ in
+                    seen.note("flatMapError")
+                    return Future(value: 0)
+                },
+                succeeding.future.always(on: executor) { _ in seen.note("always") },
+                cancelled.future.mapOutcome(on: executor) { _ in
+                    seen.note("mapOutcome")
+                    return 0
+                },
+                succeeding.future.flatMapOutcome(on: executor) { outcome in
+                    seen.note("flatMapOutcome")
+                    return Future(outcome: outcome)
+                },
+            ]
+        }
+        with("completer") {
+            succeeding.progress = 0.5
+            succeeding.succeed(1)
+            failing.fail(TestError())
+            cancelled.cancel()
+        }
+        with("runner") { _ = executor.runAll() }
+        #expect(
+            seen.kinds == [
+                "whenSuccess", "whenFailure", "whenCancelled", "whenComplete", "whenProgress", "onCancel", "map",
+                "flatMap", "mapError", "recover", "flatMapError", "always", "mapOutcome", "flatMapOutcome",
+            ])
+        #expect(seen.labels == ["registered"])
+        #expect(derived.allSatisfy { !$0.isPending })
+    }
+
+    @Test func callbacksOnOneFutureEachRunWithTheirOwnContext() {
+        let executor = ManualExecutor()
+        let seen = Sightings()
+        let promise = Promise<Int>()
+        with("first") { promise.future.whenSuccess(on: executor) { _ in seen.note("callback") } }
+        with("second") { promise.future.whenSuccess(on: executor) { _ in seen.note("callback") } }
+        with("completer") { promise.succeed(1) }
+        with("runner") { _ = executor.runAll() }
+        #expect(seen.all.map(\.label) == ["first", "second"])
+    }
+
+    @Test func aCallbackRegisteredInsideACallbackKeepsTheOuterRegistrationsContext() {
+        let executor = ManualExecutor()
+        let seen = Sightings()
+        let outer = Promise<Int>()
+        let inner = Promise<Int>()
+        with("registered") {
+            outer.future.whenSuccess(on: executor) { _ in
+                inner.future.whenSuccess(on: executor) { _ in seen.note("inner") }
+            }
+        }
+        with("completer") { outer.succeed(1) }
+        with("runner") { _ = executor.runAll() }
+        with("completer") { inner.succeed(2) }
+        with("runner") { _ = executor.runAll() }
+        #expect(seen.all == [Sighting(kind: "inner", label: "registered")])
+    }
+
+    @Test func everyInstalledCarrierIsRestored() {
+        let executor = ManualExecutor()
+        let promise = Promise<Int>()
+        let seen = Recorder<String>()
+        TestContext.$number.withValue(7) {
+            with("registered") {
+                promise.future.whenSuccess(on: executor) { _ in
+                    seen.append("\(TestContext.label ?? "none") \(TestContext.number ?? 0)")
+                }
+            }
+        }
+        TestContext.$number.withValue(1) { with("completer") { promise.succeed(1) } }
+        TestContext.$number.withValue(2) { with("runner") { _ = executor.runAll() } }
+        #expect(seen.all == ["registered 7"])
+    }
+
+    @Test func aCallbackRegisteredWithNoContextRunsInWhateverContextRunsIt() {
+        let seen = Sightings()
+        let promise = Promise<Int>()
+        with(nil) { promise.future.whenSuccess(on: .immediate) { _ in seen.note("whenSuccess") } }
+        with("completer") { promise.succeed(1) }
+        #expect(seen.all == [Sighting(kind: "whenSuccess", label: "completer")])
+    }
+
+    @Test func callbacksOnJoinsRunWithTheirRegistrationsContextWhateverCompletesTheMembers() {
+        let executor = ManualExecutor()
+        let seen = Sightings()
+        let first = Promise<Int>()
+        let second = Promise<Int>()
+        with("registered") {
+            Future.all([first.future, second.future]).whenSuccess(on: executor) { _ in seen.note("all") }
+            Future.any([first.future, second.future]).whenSuccess(on: executor) { _ in seen.note("any") }
+            Future.race([first.future, second.future]).whenSuccess(on: executor) { _ in seen.note("race") }
+            Future.zip(first.future, second.future).whenSuccess(on: executor) { _ in seen.note("zip") }
+        }
+        with("first completer") { first.succeed(1) }
+        with("second completer") { second.succeed(2) }
+        with("runner") { _ = executor.runAll() }
+        #expect(seen.kinds == ["all", "any", "race", "zip"])
+        #expect(seen.labels == ["registered"])
+    }
+
+    @Test func aCallbackOnATimeoutRunsWithItsRegistrationsContextWhenTheTimerFires() async {
+        let clock = ManualClock()
+        let executor = ManualExecutor()
+        let seen = Sightings()
+        let promise = Promise<Int>()
+        let timed = with("made") { promise.future.timeout(after: .seconds(5), clock: clock) }
+        with("registered") { timed.whenFailure(on: executor) { _ in seen.note("timedOut") } }
+        with("clock") { clock.advance(by: .seconds(5)) }
+        #expect(await timed.result.error is FutureError)
+        with("runner") { _ = executor.runAll() }
+        #expect(seen.all == [Sighting(kind: "timedOut", label: "registered")])
+    }
+
+    @Test func everyAttemptOfARetryRunsWithTheContextOfTheCall() async throws {
+        let clock = ManualClock()
+        let seen = Sightings()
+        let firstAttempt = Promise<Int>()
+        let attempts = Counter()
+        let result = with("registered") {
+            Future<Int>.retry(attempts: 3, backoff: .constant(.seconds(1)), clock: clock) {
+                seen.note("attempt")
+                return attempts.increment() == 1 ? firstAttempt.future : Future(value: 2)
+            }
+        }
+        with("completer") { firstAttempt.fail(TestError()) }
+        with("clock") { clock.advance(by: .seconds(1)) }
+        #expect(try await result.value == 2)
+        #expect(seen.all == Array(repeating: Sighting(kind: "attempt", label: "registered"), count: 2))
+    }
+
+    @Test func aQueuedOperationStartsWithTheContextOfTheCallThatAddedIt() async throws {
+        let queue = FutureQueue(maxConcurrent: 1)
+        let seen = Sightings()
+        let first = Promise<Int>()
+        let firstResult = with("first") {
+            queue.add {
+                seen.note("first")
+                return first.future
+            }
+        }
+        let secondResult = with("second") {
+            queue.add {
+                seen.note("second")
+                return Future(value: 2)
+            }
+        }
+        with("completer") { first.succeed(1) }
+        #expect(try await firstResult.value == 1)
+        #expect(try await secondResult.value == 2)
+        #expect(seen.all == [Sighting(kind: "first", label: "first"), Sighting(kind: "second", label: "second")])
+    }
+
+    @Test func theWorkOfFutureOnAnExecutorRunsWithTheContextOfTheCall() {
+        let executor = ManualExecutor()
+        let future = with("made") { Future(on: executor) { TestContext.label } }
+        with("runner") { _ = executor.runAll() }
+        #expect(future.outcome?.value == "made")
+    }
+
+    @Test func aDeferredFuturesWorkRunsWithTheContextWhereItWasMade() {
+        let seen = Sightings()
+        let future = with("made") {
+            Future<Int>.deferred {
+                seen.note("deferred")
+                return Future(value: 1)
+            }
+        }
+        with("consumer") { future.whenSuccess(on: .immediate) { _ in seen.note("consumer") } }
+        #expect(seen.all == [Sighting(kind: "deferred", label: "made"), Sighting(kind: "consumer", label: "consumer")])
+    }
+
+    @Test func anAsyncFuturesTaskHasTheContextOfTheCall() async throws {
+        let future = with("made") {
+            Future { () async -> String? in
+                await Task.yield()
+                return TestContext.label
+            }
+        }
+        #expect(try await future.value == "made")
+    }
+
+    @Test func aTokensHandlerRunsWithTheContextOfItsRegistration() {
+        let source = CancellationSource()
+        let other = CancellationSource()
+        let seen = Sightings()
+        with("registered") {
+            source.token.onCancel { seen.note("onCancel") }
+            source.token.onCancel(unless: other.token) { seen.note("onCancel(unless:)") }
+        }
+        with("canceller") { source.cancel() }
+        #expect(seen.kinds == ["onCancel", "onCancel(unless:)"])
+        #expect(seen.labels == ["registered"])
+    }
+
+    @Test func aLongImmediateChainRegisteredWithAContextRunsOnASmallStack() {
+        let links = 100_000
+        let promise = Promise<Int>()
+        var chain = promise.future
+        with("registered") {
+            for _ in 0..<links { chain = chain.map(on: .immediate) { $0 + 1 } }
+        }
+        let end = chain
+        onSmallStack { with("completer") { _ = promise.succeed(0) } }
+        #expect(end.outcome?.value == links)
+    }
+
+    @Test func aSecondBootstrapTraps() async {
+        await #expect(processExitsWith: .success) {
+            FutureContext.bootstrap(TestContextCarrier.self)
+        }
+        await #expect(processExitsWith: .failure) {
+            FutureContext.bootstrap(TestContextCarrier.self)
+            FutureContext.bootstrap(SecondTestContextCarrier.self)
+        }
+    }
+
+    @Test func aBootstrapThatNamesACarrierTwiceTraps() async {
+        await #expect(processExitsWith: .failure) {
+            FutureContext.bootstrap(TestContextCarrier.self, TestContextCarrier.self)
+        }
+    }
+}
