@@ -258,7 +258,7 @@ extension FutureStorage: TrackedNode {
         let snapshot = withState { node -> NodeSnapshot in
             upstream = node.upstream?.resolved
             let consumers = node.phase == .pending ? Int(node.consumers) : 0
-            let callbacks = node.phase == .pending ? node.callbacks.count + (node.extras?.mergedObservers?.count ?? 0) : 0
+            let callbacks = node.phase == .pending ? node.callbacks.count + (node.extras?.merge.observerCount ?? 0) : 0
             return NodeSnapshot(
                 pending: node.phase == .pending, root: ObjectIdentifier(node), upstream: nil,
                 consumers: consumers, observers: max(0, callbacks - consumers))

@@ -142,7 +142,7 @@ extension FutureStorage {
                     adopter.adoptNeverLocked()
                     return .accepted
                 case .pending where targetDepth == 0 && target.isMergeableLocked
-                    && Int64(adopterDepth) + 1 + Int64(target.extras?.depth ?? 0) < Int64(Int32.max):
+                    && Int64(adopterDepth) + 1 + Int64(target.extras?.merge.depth ?? 0) < Int64(Int32.max):
                     // (A set as deep as `Int32` counts is not made deeper: the adopter waits, and the
                     // target's set goes on from there.)
                     progressChange = adopter.absorbLocked(

@@ -149,14 +149,6 @@ struct CallbackList<Value: Sendable> {
         return true
     }
 
-    /// The entries (not the holes), in order.
-    var entries: [CallbackEntry<Value>] {
-        guard let first else { return [] }
-        var all = [first]
-        for entry in rest ?? [] where entry != nil { all.append(entry!) }
-        return all
-    }
-
     /// Makes room for `count` entries in all, so that appending them grows the list once. (An
     /// empty list then has an empty `rest`, not `nil`, until its first entry is appended.)
     mutating func reserveCapacity(_ count: Int) {

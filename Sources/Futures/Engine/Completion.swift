@@ -61,7 +61,7 @@ extension FutureStorage {
     @inlinable
     final var departure: (withdrawal: Withdrawal, key: RegistrationKey) {
         (consumesUpstream ? .counted : .observer,
-         extras?.upstreamKey ?? RegistrationKey(self))
+         extras?.merge.upstreamKey ?? RegistrationKey(self))
     }
 
     /// The work after a completion, outside the lock: producer cancellation handlers, progress
@@ -71,7 +71,7 @@ extension FutureStorage {
     final func afterCompletion(_ work: inout CompletionWork) -> UpstreamLink? {
         // The extras box was detached under the lock, so nothing else reaches it now.
         if work.cancelled, let extras = work.extras {
-            for handler in unsafeDowncast(extras, to: Extras<Value>.self).cancelHandlers { handler.run() }
+            for handler in unsafeDowncast(extras, to: Extras<Value>.self).merge.cancelHandlers { handler.run() }
         }
         if let (observers, final) = work.progress, let (value, version) = final {
             for observer in observers { observer(value, version) }

@@ -1,21 +1,3 @@
-/// The lifecycle of a future.
-///
-/// ```
-///            complete / cancel           drain loop ran the last callback
-/// pending ─────────────────▶ completed ◀──────────────────────────────┐
-///    │                       (draining) ──────────────────────────────┘ (idle; a registration on an
-///    │ adopted, with no consumer of its own, by another future           idle completed future runs
-///    └──────────────▶ linked: every call is forwarded to `link`          at once, or, inside a drain
-///                                                                        loop, starts draining again)
-/// never: immortal; stores no callbacks, cannot complete or be cancelled.
-/// ```
-///
-/// Every edge, and the one function that performs it, is listed in `Transitions.swift`.
-@usableFromInline
-enum Phase: UInt8 {
-    case pending, completed, linked, never
-}
-
 /// The rarely used parts of a pending future, allocated on first use.
 @usableFromInline
 final class Extras<Value: Sendable> {
@@ -41,17 +23,11 @@ final class Extras<Value: Sendable> {
         completer = ObjectIdentifier(object)
         completerObject = object
     }
-    /// The producers' `onCancel` handlers, each with the depth of the future whose producer added
-    /// it (see ``MergeForwards``).
-    @exclusivity(unchecked) @usableFromInline var cancelHandlers: [CancelHandler] = []
     /// Callbacks registered on a completed future while its drain runs (see
     /// ``FutureStorage/drain()``); the drain owner takes them after its current batch.
     @exclusivity(unchecked) @usableFromInline var lateCallbacks = CallbackList<Value>()
     /// The index of a long callback list, for removals (see ``CallbackList/remove(_:index:)``).
     @exclusivity(unchecked) @usableFromInline var registrationIndex: RegistrationIndex?
-    /// The key of this future's registration on its `upstream`, when it is not this future's own:
-    /// after a merge the adopter consumes the target's source through the target's registration.
-    @exclusivity(unchecked) @usableFromInline var upstreamKey: RegistrationKey?
     /// The future this one waits for after adopting it without merging, or, compressed by cycle
     /// detection, a future further along the same waits (see ``CycleDetection``).
     @exclusivity(unchecked) @usableFromInline weak var waitingOn: (any CycleNode)?
@@ -67,259 +43,17 @@ final class Extras<Value: Sendable> {
     /// The token this future's completion cancels, made by the first read of
     /// `Future.completionToken`: later reads share it, so reading it often costs one registration.
     @exclusivity(unchecked) @usableFromInline var completionToken: CancellationToken?
-    /// Where the futures merged into this one keep their state since a consumer arrived on one of
-    /// them (see ``FutureStorage/split()`` and ``MergeForwards``); kept after completion.
-    @exclusivity(unchecked) @usableFromInline var forward: MergeForwards<Value>?
-    /// The depth of the deepest future merged into this one (0: none).
-    @exclusivity(unchecked) @usableFromInline var depth: Int32 = 0
-    /// Observers (callbacks nobody takes off again: `whenFailure` and the like) that were
-    /// registered on futures before they were merged into this one, each with the depth of its
-    /// future, in order of depth. A future whose only registrants are such observers still merges,
-    /// so a recursive loop that observes every level keeps one future, not one per level; they run
-    /// when this one completes, the deepest first, as they would have had each level waited on the
-    /// next; a split hands those of its depths to the new future.
-    @exclusivity(unchecked) @usableFromInline var mergedObservers: MergedObservers<Value>?
+    /// This future's merge set: the futures merged into it, by depth, with what belongs to each
+    /// (its producer's cancel handlers, its observers), the forwards of the splits made of it, and
+    /// the registration it borrowed on its upstream. A future that merged nothing is a set of one.
+    @exclusivity(unchecked) @usableFromInline var merge = MergeSet<Value>()
 
     @usableFromInline init() {}
 
     /// Whether freeing this box may free a chain of futures (see ``FutureStorage``'s deinit).
     @inlinable var mayHoldChain: Bool {
-        forward != nil || !cancelHandlers.isEmpty || onDemand != nil || onProgressDemand != nil
-            || completionToken != nil || mergedObservers != nil
+        merge.mayHoldChain || onDemand != nil || onProgressDemand != nil || completionToken != nil
     }
-}
-
-/// An observer carried by a merge set, with the depth of the future it was registered on, less
-/// its list's `base` (see ``Extras/mergedObservers``).
-@usableFromInline
-struct MergedObserver<Value: Sendable> {
-    @usableFromInline let depth: Int32
-    @usableFromInline let entry: CallbackEntry<Value>
-
-    @inlinable init(depth: Int32, entry: CallbackEntry<Value>) {
-        self.depth = depth
-        self.entry = entry
-    }
-}
-
-/// The observers a merge set carries, in order of depth. Each depth is stored less `base`, so that
-/// a split hands the larger part over without rewriting a depth, and copies only the smaller one:
-/// splitting an observed set level by level, in any order, costs what it costs unobserved.
-///
-/// The storage is a slice: entries cut off its ends stay in the buffer until the buffer is freed,
-/// which happens with the extras box that holds it, after its future's lock (never under it, as a
-/// closure's last reference may be among them).
-@usableFromInline
-struct MergedObservers<Value: Sendable> {
-    @usableFromInline var base: Int32 = 0
-    @usableFromInline var items: ArraySlice<MergedObserver<Value>> = []
-
-    @usableFromInline init() {}
-
-    var count: Int { items.count }
-
-    mutating func append(_ entry: CallbackEntry<Value>, depth: Int32) {
-        items.append(MergedObserver(depth: depth - base, entry: entry))
-    }
-
-    /// Each observer and its depth, in order.
-    var all: [(depth: Int32, entry: CallbackEntry<Value>)] { items.map { ($0.depth + base, $0.entry) } }
-
-    /// Takes off the observers of the depths from `depth` down and returns them, their depths
-    /// counted from `depth`.
-    mutating func cut(at depth: Int32) -> MergedObservers {
-        var low = items.startIndex, high = items.endIndex
-        while low < high {
-            let middle = low + (high - low) / 2
-            if items[middle].depth + base >= depth { high = middle } else { low = middle + 1 }
-        }
-        var below = MergedObservers()
-        below.base = base - depth
-        if low - items.startIndex < items.endIndex - low {
-            // The part above is the smaller: it is copied, and the buffer goes below.
-            below.items = items[low...]
-            items = ArraySlice(Array(items[..<low]))
-        } else {
-            below.items = ArraySlice(Array(items[low...]))
-            items = items[..<low]
-        }
-        return below
-    }
-
-    /// Takes off the observers of the first depth if it is 0.
-    mutating func takeDepthZero() -> [CallbackEntry<Value>] {
-        var taken: [CallbackEntry<Value>] = []
-        while let first = items.first, first.depth + base == 0 {
-            taken.append(first.entry)
-            items = items.dropFirst()
-        }
-        return taken
-    }
-}
-
-/// A producer cancellation handler, with the depth (below the future that holds the state) of the
-/// future whose producer added it.
-@usableFromInline
-struct CancelHandler {
-    @usableFromInline var depth: Int32
-    @usableFromInline let run: @Sendable () -> Void
-
-    @inlinable init(depth: Int32, run: @escaping @Sendable () -> Void) {
-        self.depth = depth
-        self.run = run
-    }
-}
-
-/// Where the futures merged into a split future keep their state: a table of thresholds, each with
-/// the future that holds the state of the futures merged at that depth and deeper (relative to the
-/// future holding this table), up to the next threshold. A walk that reaches the owner at depth `d`
-/// continues at the entry with the largest threshold not above `d`, `d` minus that threshold below
-/// it; a walk shallower than every threshold stays at the owner.
-///
-/// Entries come two ways:
-/// - a split of the owner itself, at a depth shallower than every threshold it has (a walk only
-///   stops at the owner above them), goes first (`shallow`, kept deepest first);
-/// - a split further down, reached from the owner through its forwards by a walk under the
-///   adoption lock: the new future goes into the owner's table too, at the walk's depth there, if
-///   it holds everything from there to the end of the owner's entry the walk took (no entry on the
-///   way ended sooner; see ``FutureStorage/recordSplit(_:path:at:depth:)``). Most of these are
-///   deeper than every threshold (a set split from the top down) and go last (`deep`, kept
-///   shallowest first); others go between two, moving the entries after them.
-///
-/// A walk from the owner then takes one forward, or a few, found by binary search, whatever order
-/// the set was split in, instead of a walk through every earlier split. Targets are
-/// stored as `AnyObject` (always `FutureStorage<Value>`): the walk runs unspecialised in clients,
-/// and an array of a generic class would ask the runtime for its metadata.
-@usableFromInline
-final class MergeForwards<Value: Sendable> {
-    @usableFromInline var shallowDepths: [Int32]
-    @usableFromInline var shallowTargets: [AnyObject]
-    @usableFromInline var deepDepths: [Int32] = []
-    @usableFromInline var deepTargets: [AnyObject] = []
-
-    @usableFromInline init(depth: Int32, target: FutureStorage<Value>) {
-        shallowDepths = [depth]
-        shallowTargets = [target]
-    }
-
-    /// The same table `shift` deeper (a future that adopts the owner by merging takes it over).
-    @usableFromInline init(shifting other: MergeForwards<Value>, by shift: Int32) {
-        shallowDepths = other.shallowDepths.map { $0 + shift }
-        shallowTargets = other.shallowTargets
-        deepDepths = other.deepDepths.map { $0 + shift }
-        deepTargets = other.deepTargets
-    }
-
-    /// The shallowest threshold.
-    @inlinable var shallowest: Int32 { shallowDepths.last ?? deepDepths[0] }
-    /// The deepest threshold.
-    @inlinable var deepest: Int32 { deepDepths.last ?? shallowDepths[0] }
-
-    /// The entry a walk at `depth` below the owner follows: its target, the walk's depth below it,
-    /// and the next deeper threshold (`Int32.max` if it is the deepest entry), where the entry's
-    /// range ends; `nil` if `depth` is shallower than every threshold.
-    @inlinable
-    func entry(at depth: Int32) -> (target: FutureStorage<Value>, depth: Int32, next: Int32)? {
-        if let first = deepDepths.first, first <= depth {
-            // The last threshold not above `depth` among the deep ones, which ascend.
-            var low = 0, high = deepDepths.count - 1
-            while low < high {
-                let middle = (low + high + 1) / 2
-                if deepDepths[middle] <= depth { low = middle } else { high = middle - 1 }
-            }
-            let target = unsafeDowncast(deepTargets[low], to: FutureStorage<Value>.self)
-            let next = low + 1 < deepDepths.count ? deepDepths[low + 1] : Int32.max
-            return (target, depth - deepDepths[low], next)
-        }
-        guard let shallowest = shallowDepths.last, shallowest <= depth else { return nil }
-        // The first threshold not above `depth` among the shallow ones, which descend.
-        var low = 0, high = shallowDepths.count - 1
-        while low < high {
-            let middle = (low + high) / 2
-            if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
-        }
-        let target = unsafeDowncast(shallowTargets[low], to: FutureStorage<Value>.self)
-        let next = low > 0 ? shallowDepths[low - 1] : deepDepths.first ?? Int32.max
-        return (target, depth - shallowDepths[low], next)
-    }
-
-    /// Records a split of the owner at `depth`, shallower than every threshold.
-    @usableFromInline
-    func addSplit(at depth: Int32, target: FutureStorage<Value>) {
-        precondition(depth < shallowest, "a split below a threshold of the future that splits")
-        shallowDepths.append(depth)
-        shallowTargets.append(target)
-        _checkInvariants()
-    }
-
-    /// Records that `target`, split off further down, holds the state from `depth` on, up to the
-    /// next threshold (the caller checked that); ignored if the table has that threshold already.
-    @usableFromInline
-    func addSplitBelow(at depth: Int32, target: FutureStorage<Value>) {
-        defer { _checkInvariants() }
-        if depth > deepest {
-            deepDepths.append(depth)
-            deepTargets.append(target)
-            return
-        }
-        guard depth > shallowest else { return }
-        if let first = deepDepths.first, depth >= first {
-            // The first deep threshold not below `depth` (there is one: `depth` is not the deepest).
-            var low = 0, high = deepDepths.count - 1
-            while low < high {
-                let middle = (low + high) / 2
-                if deepDepths[middle] >= depth { high = middle } else { low = middle + 1 }
-            }
-            guard deepDepths[low] != depth else { return }
-            deepDepths.insert(depth, at: low)
-            deepTargets.insert(target, at: low)
-        } else {
-            // The first shallow threshold not above `depth` (there is one: the shallowest).
-            var low = 0, high = shallowDepths.count - 1
-            while low < high {
-                let middle = (low + high) / 2
-                if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
-            }
-            guard shallowDepths[low] != depth else { return }
-            shallowDepths.insert(depth, at: low)
-            shallowTargets.insert(target, at: low)
-        }
-    }
-
-    /// In debug builds, traps unless the thresholds are in order: the shallow ones descend, the
-    /// deep ones ascend, every shallow one is above every deep one, and there is at least one. (A
-    /// table longer than 64 entries has only its ends checked, each change adding at an end: a
-    /// full check per split would make splitting quadratic in debug builds.)
-    @inlinable @inline(__always)
-    func _checkInvariants() {
-        #if DEBUG
-        precondition(shallowDepths.count == shallowTargets.count && deepDepths.count == deepTargets.count)
-        precondition(!shallowDepths.isEmpty || !deepDepths.isEmpty, "an empty forward table")
-        func ordered(_ depths: [Int32], _ before: (Int32, Int32) -> Bool) -> Bool {
-            let checked = depths.count <= 64 ? depths[...] : depths.suffix(2)
-            return zip(checked, checked.dropFirst()).allSatisfy { before($0, $1) }
-        }
-        precondition(ordered(shallowDepths, >), "shallow thresholds out of order")
-        precondition(ordered(deepDepths, <), "deep thresholds out of order")
-        if let shallow = shallowDepths.first, let deep = deepDepths.first { precondition(shallow < deep, "a shallow threshold below a deep one") }
-        precondition(shallowest > 0, "a threshold at the owner's own depth")
-        #endif
-    }
-}
-
-/// The forwards a walk under the adoption lock followed after its last link: the future where it
-/// took the first (`head`), its depth there, where that entry's range ends (`headEnd`, in the
-/// head's depths; `Int64.max` for the deepest entry), how deep every entry taken since still
-/// reaches (`reach`, the same way), and how many it took. Not generic: the walk runs unspecialised.
-@usableFromInline
-struct ForwardPath {
-    @usableFromInline var head: AnyObject? = nil
-    @usableFromInline var headDepth: Int32 = 0
-    @usableFromInline var headEnd = Int64.max
-    @usableFromInline var reach = Int64.max
-    @usableFromInline var forwards = 0
-
-    @usableFromInline init() {}
 }
 
 /// Holds a future's outcome. It is a generic base class whose parameter is the outcome's own type
@@ -352,18 +86,22 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     // The runtime exclusivity check is redundant under the lock and cost more than the lock, so
     // it is turned off field by field.
 
+    /// The state, changed only by its own events (see ``FutureState``): five bytes, which share
+    /// one word with the two fields below.
+    @exclusivity(unchecked) @usableFromInline final var state: FutureState
     /// Whether `deinit` may have a chain of futures to release (pending callbacks or a link).
     @exclusivity(unchecked) @usableFromInline final var mayHoldChain = false
-    @exclusivity(unchecked) @usableFromInline final var phase: Phase
+    /// The bits of ``StorageFlags`` (`immortal`, `consumesUpstream`, ...), packed into the byte left
+    /// free after the state (separate fields cost the object 8 more bytes of padding).
+    @exclusivity(unchecked) @usableFromInline final var flags: UInt8 = StorageFlags.consumesUpstream
+    /// The state without its data.
+    @inlinable final var phase: Phase { state.phase }
     /// Whether a drain loop owns the callbacks of this completed future (then only that loop
     /// touches `callbacks`; see ``drain()``).
-    @exclusivity(unchecked) @usableFromInline final var draining = false
-    /// The bits of ``StorageFlags`` (`immortal`, `consumesUpstream`, ...), packed into the byte left
-    /// free before `consumers` (separate fields cost the object 8 more bytes of padding).
-    @exclusivity(unchecked) @usableFromInline final var flags: UInt8 = StorageFlags.consumesUpstream
-    /// Futures derived from this one and tasks awaiting it (observers are not consumers). In a
-    /// linked future, which has none, its depth below its `link` instead (``linkDepth``).
-    @exclusivity(unchecked) @usableFromInline final var consumers: Int32 = 0
+    @inlinable final var draining: Bool { state.draining }
+    /// Futures derived from this one and tasks awaiting it (observers are not consumers); 0 unless
+    /// pending.
+    @inlinable final var consumers: Int32 { state.consumers }
     @exclusivity(unchecked) @usableFromInline final var callbacks = CallbackList<Value>()
     // The outcome is `storedOutcome`, in the base class (see ``OutcomeSlot``); it is not optional,
     // since `phase` says whether it is meaningful.
@@ -383,13 +121,10 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         }
     }
     /// How far below its `link` this linked future is: 1 for the future its link adopted, more
-    /// once path compression skipped futures between them. Shares its slot with `consumers`.
+    /// once path compression skipped futures between them.
     @inlinable final var linkDepth: Int32 {
-        get {
-            assert(phase == .linked, "only a linked future has a link depth")
-            return consumers
-        }
-        set { consumers = newValue }
+        assert(phase == .linked, "only a linked future has a link depth")
+        return state.linkDepth
     }
     @exclusivity(unchecked) @usableFromInline final var extras: Extras<Value>?
     /// The future this one consumes (its source, or the future it waits on after adopting it), to
@@ -426,19 +161,19 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
 
     /// A pending future.
     @inlinable init() {
-        phase = .pending
+        state = .pending(consumers: 0)
         super.init(storedOutcome: .cancelled)
     }
 
     /// A completed future.
     @inlinable init(outcome: Outcome<Value>) {
-        phase = .completed
+        state = .completed(draining: false)
         super.init(storedOutcome: outcome)
     }
 
     /// The immortal future.
     @inlinable init(never: Void) {
-        phase = .never
+        state = .never
         super.init(storedOutcome: .cancelled)
     }
 

@@ -1,45 +1,14 @@
-/// The state machine of a future: every change of a future's state is one of the functions below.
+/// The transitions of a future: each function below performs one event of ``FutureState``'s
+/// machine (its table lists every pair of state and event, and which function performs it).
 ///
 /// Each of them runs with the future's stripe lock held (two locks for the adoption edges), takes
-/// no lock, runs no user code and releases nothing: it only moves state and returns what is left
-/// to do, which the caller (registration, completion, withdrawal, adoption) does after the lock.
-/// The caller reaches them through ``FutureStorage/withState(_:then:)``, `withOwnState` or
-/// `withStateAndDepth`, which follow merge links to the future holding the state, so none of them
-/// ever sees a linked future.
-///
-/// ```
-///   event                  from                          to                                 function
-///   ─────────────────────  ────────────────────────────  ─────────────────────────────────  ──────────────────────────
-///   register               pending                       pending, entry appended            registerLocked
-///                          completed, draining           completed, entry queued as late    registerLocked
-///                          completed, idle               (unchanged; the entry runs now)    registerLocked → .idle
-///                          never                         (unchanged; the entry is dropped)  registerLocked
-///   register inside a      completed, idle               completed, draining                restartDrainLocked
-///     drain loop
-///   complete, cancel       pending, origin accepted      completed (draining if callbacks)  completeLocked
-///   withdraw               pending                       pending, one consumer fewer,       withdrawLocked
-///                                                        or completed (cancelled) at zero
-///   take an entry off      pending                       pending, entry removed             removeLocked
-///   end of a drain batch   completed, draining           completed, idle or next batch      takeLateCallbacksLocked
-///   add a cancel handler   pending                       pending, handler stored            addCancelHandlerLocked
-///   hand over completion   pending, origin accepted      pending, new completer,            handOverLocked
-///                                                        upstream detached
-///   start deferred work    pending, work not started     pending, work taken                takeDeferredWorkLocked
-///   read completion token  pending, no token yet         pending, token stored,             completionTokenLocked
-///                                                        its callback appended
-///   merge (adopt a future  adopter pending               adopter pending, target's state    absorbLocked
-///     with no consumer)    target pending                target linked
-///   wait (adopt another)   adopter pending               adopter pending, waiting on target waitLocked
-///   split (a registrant    pending, with futures         pending, waiting on a new future   splitLocked
-///     arrives on a merged  merged at the depth           that holds their state; forward
-///     future)                                            recorded to it
-///   adopt never            pending                       pending, completed by nobody       adoptNeverLocked
-///   adopt into a cycle     pending                       pending, completer a token         handToTokenLocked
-/// ```
-///
-/// `linked` and `never` are final; a completed future never becomes pending again. A pair not in
-/// the table (a transition on a linked future, a drain batch on a future nobody drains) is a bug
-/// in the engine and traps with a message.
+/// no lock, runs no user code and releases nothing: it asks the state machine for the action, moves
+/// the data that goes with the state (callbacks, outcome, extras) as the action says, and returns
+/// what is left to do, which the caller (registration, completion, withdrawal, adoption) does
+/// after the lock. The caller reaches them through ``FutureStorage/withState(_:then:)``,
+/// `withOwnState` or `withStateAndDepth`, which follow merge links to the future holding the state,
+/// so none of them ever sees a linked future: a pair the machine calls impossible traps here with
+/// its name.
 extension FutureStorage {
 
     // MARK: Registration
@@ -50,20 +19,20 @@ extension FutureStorage {
         assertLocked()
         defer { checkInvariants() }
         flags |= StorageFlags.observed
-        switch phase {
-        case .linked:
+        switch state.register(counted: counted) {
+        case .impossible:
             linkedFutureTrap()
-        case .never:
+        case .drop:
             // Immortal: the callback can never run, so it is not kept. It stays in the caller's
             // `entry`, untouched here, and is destroyed with it after the lock.
             return .done
-        case .pending:
+        case .append:
             callbacks.append(entry.take()!)
             mayHoldChain = true
-            if counted { consumers += 1 }
             return extras?.onDemand == nil ? .done : .demand
-        case .completed:
-            guard draining else { return .idle }  // every callback registered before this one has run
+        case .runNow:
+            return .idle  // every callback registered before this one has run
+        case .appendLate:
             // The drain owner reads `callbacks` without the lock; it takes these next.
             ensureExtras.lateCallbacks.append(entry.take()!)
             return .done
@@ -103,14 +72,16 @@ extension FutureStorage {
     final func restartDrainLocked(_ callback: CallbackEntry<Value>) -> Bool {
         assertLocked()
         defer { checkInvariants() }
-        guard phase == .completed else { unexpected("restarted the drain of a future that is not completed") }
-        if draining {
+        switch state.restartDrain() {
+        case .impossible:
+            unexpected("restarted the drain of a future that is not completed")
+        case .appendLate:
             ensureExtras.lateCallbacks.append(callback)
             return false
+        case .appendAndDrain:
+            callbacks.append(callback)  // registrations after this one, from any thread, queue behind it
+            return true
         }
-        callbacks.append(callback)
-        draining = true  // registrations after this one, from any thread, queue behind it
-        return true
     }
 
     /// Stores a producer cancellation handler on a pending future, or says what to do with it; the
@@ -119,12 +90,12 @@ extension FutureStorage {
     final func addCancelHandlerLocked(_ handler: @escaping @Sendable () -> Void, depth: Int32) -> HandlerStep {
         assertLocked()
         defer { checkInvariants() }
-        switch phase {
-        case .linked: linkedFutureTrap()
-        case .never: return .drop
-        case .completed: return result?.isCancelled == true ? .runNow : .drop
-        case .pending:
-            ensureExtras.cancelHandlers.append(CancelHandler(depth: depth, run: handler))
+        switch state.addCancelHandler(cancelled: result?.isCancelled == true) {
+        case .impossible: linkedFutureTrap()
+        case .drop: return .drop
+        case .runNow: return .runNow
+        case .store:
+            ensureExtras.merge.cancelHandlers.append(CancelHandler(depth: depth, run: handler))
             return .stored
         }
     }
@@ -138,11 +109,11 @@ extension FutureStorage {
     ) -> (token: CancellationToken, registered: RegisterStep?) {
         assertLocked()
         defer { checkInvariants() }
-        switch phase {
-        case .linked: linkedFutureTrap()
-        case .completed: return (.cancelled, nil)
-        case .never: return (.never, nil)
-        case .pending:
+        switch state.completionToken() {
+        case .impossible: linkedFutureTrap()
+        case .cancelledToken: return (.cancelled, nil)
+        case .neverToken: return (.never, nil)
+        case .pendingToken:
             if let token = extras?.completionToken { return (token, nil) }
             let source = CancellationSource()
             ensureExtras.completionToken = source.token
@@ -155,7 +126,7 @@ extension FutureStorage {
     @inlinable
     final func takeDeferredWorkLocked() -> (@Sendable (FutureStorage<Value>) -> Void)? {
         assertLocked()
-        guard phase == .pending, let extras, let work = extras.onDemand else { return nil }
+        guard state.takeDeferredWork(), let extras, let work = extras.onDemand else { return nil }
         extras.onDemand = nil
         return work
     }
@@ -167,11 +138,11 @@ extension FutureStorage {
     @inlinable @inline(__always)
     final func completeLocked(_ outcome: Outcome<Value>, from origin: AnyObject?, into work: inout CompletionWork) -> CompleteStep {
         assertLocked()
-        switch phase {
-        case .linked: linkedFutureTrap()
-        case .completed, .never: return .rejected
-        case .pending:
-            if let origin, !accepts(origin) { return .rejected }
+        let accepted = origin.map(accepts) ?? true
+        switch state.complete(accepted: accepted, hasCallbacks: hasCallbacksToRun) {
+        case .impossible: linkedFutureTrap()
+        case .rejected: return .rejected
+        case .won:
             enterCompleted(outcome, into: &work)
             // A producer that ended its future as a withdrawal would (it adopted a cancelled
             // future) has used its right, which the outcome alone does not tell apart.
@@ -182,26 +153,33 @@ extension FutureStorage {
         }
     }
 
-    /// The edge from pending to completed, for ``completeLocked(_:from:into:)`` and
-    /// ``withdrawLocked(_:throughLink:into:)``: callbacks go to the drain (taken by the caller's drain loop), the
-    /// upstream, the extras box and the progress observers move into `work`.
+    /// Whether completing now leaves callbacks to run: this future's own, or the observers of the
+    /// futures merged into it.
+    @inlinable @inline(__always)
+    final var hasCallbacksToRun: Bool {
+        !callbacks.isEmpty || (extras?.merge.observers.map { !$0.items.isEmpty } ?? false)
+    }
+
+    /// The data that goes with the edge from pending to completed, which the state machine just
+    /// took (``completeLocked(_:from:into:)``, ``withdrawLocked(_:depth:into:)``): callbacks go to
+    /// the drain (taken by the caller's drain loop), the upstream, the extras box and the progress
+    /// observers move into `work`.
     @inlinable @inline(__always)
     final func enterCompleted(_ outcome: Outcome<Value>, into work: inout CompletionWork) {
-        assert(phase == .pending, "completed a future that is not pending")
-        phase = .completed
+        assert(phase == .completed, "completed a future the state machine did not complete")
         storedOutcome = outcome
         mayHoldChain = false
         // Left in the extras box, released after the lock with it.
-        if extras?.mergedObservers != nil { runMergedObserversFirst() }
-        work.drain = !callbacks.isEmpty
-        draining = work.drain
+        if extras?.merge.observers != nil { runMergedObserversFirst() }
+        work.drain = draining
+        assert(work.drain == !callbacks.isEmpty, "a drain decided on other callbacks than those to run")
         work.cancelled = outcome.isCancelled
         if work.cancelled, upstream != nil { (work.withdrawal, work.key) = departure }
         swap(&work.upstream, &upstream)
         if let extras {
             work.extras = self.extras.take()  // moved out: released after the unlock
             let keepsCompleter = extras.completer != nil && !outcome.isSuccess && Self.endsAsWithdrawal(outcome)
-            if keepsCompleter || extras.forward != nil { keepLocked(extras, completer: keepsCompleter) }
+            if keepsCompleter || extras.merge.forward != nil { keepLocked(extras, completer: keepsCompleter) }
         }
         if let progress {
             work.progress = progress.complete(success: outcome.isSuccess)
@@ -215,7 +193,7 @@ extension FutureStorage {
     /// would have run had each level waited on the next instead.
     @usableFromInline @inline(never)
     final func runMergedObserversFirst() {
-        guard let observers = extras?.mergedObservers?.items, !observers.isEmpty else { return }
+        guard let observers = extras?.merge.observers?.items, !observers.isEmpty else { return }
         var list = CallbackList<Value>()
         list.reserveCapacity(observers.count + callbacks.count)
         var end = observers.endIndex
@@ -256,7 +234,7 @@ extension FutureStorage {
             kept.completer = old.completer
             kept.completerObject = old.completerObject
         }
-        kept.forward = old.forward
+        kept.merge.forward = old.merge.forward
         extras = kept
     }
 
@@ -266,13 +244,13 @@ extension FutureStorage {
     final func takeLateCallbacksLocked(into batch: inout CallbackList<Value>) -> Bool {
         assertLocked()
         defer { checkInvariants() }
-        guard phase == .completed, draining else { unexpected("a drain batch of a future nobody drains") }
-        guard let extras, !extras.lateCallbacks.isEmpty else {
-            draining = false
-            return false
+        switch state.endBatch(hasLate: !(extras?.lateCallbacks.isEmpty ?? true)) {
+        case .impossible: unexpected("a drain batch of a future nobody drains")
+        case .idle: return false
+        case .nextBatch:
+            swap(&batch, &extras!.lateCallbacks)
+            return true
         }
-        swap(&batch, &extras.lateCallbacks)
-        return true
     }
 
     /// Hands the right to complete this pending future from `origin` to `newCompleter` and detaches
@@ -288,11 +266,10 @@ extension FutureStorage {
     ) -> UpstreamLink?? {
         assertLocked()
         defer { checkInvariants() }
-        switch phase {
-        case .linked: linkedFutureTrap()
-        case .completed, .never: return nil
-        case .pending:
-            guard accepts(origin) else { return nil }
+        switch state.handOver(accepted: phase == .pending && accepts(origin)) {
+        case .impossible: linkedFutureTrap()
+        case .refuse: return nil
+        case .handOver:
             ensureExtras.handCompletion(to: newCompleter)
             swap(&detached, &upstream)
             if detached != nil, let progress, progress.forwarding {
@@ -322,20 +299,13 @@ extension FutureStorage {
     ) -> WithdrawStep {
         assertLocked()
         defer { checkInvariants() }
-        switch phase {
-        case .linked: linkedFutureTrap()
-        case .completed, .never: return .kept
-        case .pending:
-            if depth > 0 {
-                precondition(withdrawal == .uncounted, "a registrant left a merged future it never registered on")
-                return .stillPending
-            }
-            switch withdrawal {
-            case .observer: return .stillPending
-            case .counted: if consumers > 0 { consumers -= 1 }
-            case .uncounted: break
-            }
-            if consumers > 0 { return .stillPending }
+        switch state.withdraw(withdrawal, merged: depth > 0, hasCallbacks: hasCallbacksToRun) {
+        case .impossible:
+            if depth > 0 { preconditionFailure("a registrant left a merged future it never registered on") }
+            linkedFutureTrap()
+        case .kept: return .kept
+        case .stillPending: return .stillPending
+        case .cancelled:
             // Cancelled: its callbacks, the leaving one's included, run (and are released) now.
             enterCompleted(.cancelled, into: &work)
             return .cancelled
@@ -348,10 +318,10 @@ extension FutureStorage {
     final func removeLocked(_ key: RegistrationKey, into removed: inout CallbackEntry<Value>?) {
         assertLocked()
         defer { checkInvariants() }
-        switch phase {
-        case .linked: linkedFutureTrap()
-        case .completed, .never: return  // its callbacks run (or ran) anyway
-        case .pending:
+        switch state.remove() {
+        case .impossible: linkedFutureTrap()
+        case .nothing: return  // its callbacks run (or ran) anyway
+        case .remove:
             if callbacks.isEmpty { return }
             if let extras {
                 removed = callbacks.remove(key, index: &extras.registrationIndex)
@@ -380,7 +350,9 @@ extension FutureStorage {
         target.assertLocked()
         // An adopter was never split: its producer handed the right to complete to whatever it
         // adopted first, so a split set's root refuses every adoption.
-        guard phase == .pending, target.isMergeableLocked, extras?.forward == nil, depth > 0 else {
+        guard target.isMergeableLocked, extras?.merge.forward == nil, state.adopterEdge() == .proceed,
+            target.state.mergeInto(depth: depth) == .proceed
+        else {
             unexpected("merged a future that has registrants, or into one that is not pending")
         }
         let extras = ensureExtras
@@ -393,39 +365,26 @@ extension FutureStorage {
         let waitingOn = target.extras?.waitingOn
         extras.waitingOn = waitingOn
         if let waitingOn { keepAlive.append(waitingOn) }  // released after the locks
-        if let moved = target.extras?.cancelHandlers {
-            for handler in moved { extras.cancelHandlers.append(CancelHandler(depth: handler.depth + depth, run: handler.run)) }
-        }
         // (A merged join only ever adopts `never`: an adopter has no demand of its own to replace,
         // and none is released here.)
         if extras.onProgressDemand == nil, let demand = target.extras?.onProgressDemand {
             extras.onProgressDemand = demand
         }
-        if let forward = target.extras?.forward {
-            extras.forward = MergeForwards(shifting: forward, by: depth)
-        }
         assert(currentRelation.factors.count == Int(depth) - 1, "a merge set's weights, one per depth above the adopter")
-        if !target.callbacks.isEmpty || target.extras?.mergedObservers != nil {
-            var observers = extras.mergedObservers.take() ?? MergedObservers()
-            for entry in target.callbacks.entries { observers.append(entry, depth: depth) }
-            target.callbacks = CallbackList()
-            for (carried, entry) in target.extras?.mergedObservers?.all ?? [] { observers.append(entry, depth: carried + depth) }
-            extras.mergedObservers = observers
-        }
-        extras.depth = depth + (target.extras?.depth ?? 0)
+        var targetSet = target.extras?.merge ?? MergeSet()
+        target.extras?.merge = MergeSet()  // moved, not copied: the arrays are not shared
+        extras.merge.absorb(&targetSet, callbacks: &target.callbacks, at: depth, key: RegistrationKey(target))
         let progressChange = composeProgressOnMerge(with: target)
         consumesUpstream = target.consumesUpstream
         setFlag(StorageFlags.waitMayChange, target.flag(StorageFlags.waitMayChange))  // its source is this one's now
-        // The target's registration on its source stays as it is: withdraw by its key.
-        extras.upstreamKey = target.extras?.upstreamKey ?? RegistrationKey(target)
+        // The target's registration on its source stays as it is: withdraw by its key (the set
+        // took it over).
         swap(&upstream, &target.upstream)  // the adopter's own source has completed
         swap(&keepUpstream, &target.upstream)  // released after the lock
         immortal = target.immortal
         released = target.extras
         target.extras = nil
-        target.phase = .linked
         target.link = self
-        target.linkDepth = depth
         target.mayHoldChain = true
         checkInvariants()
         target.checkInvariants()
@@ -445,36 +404,20 @@ extension FutureStorage {
     ) -> ProgressChange? {
         assertLocked()
         state.assertLocked()
-        guard phase == .pending, let extras, depth > 0, depth <= extras.depth, state.phase == .pending else {
+        guard self.state.adopterEdge() == .proceed, let extras, depth > 0, depth <= extras.merge.depth,
+            state.state.adopterEdge() == .proceed
+        else {
             unexpected("split a future that is not pending, or below its deepest merged future")
         }
         let moved = state.ensureExtras
         moved.completer = extras.completer
         moved.completerObject = extras.completerObject
         moved.waitingOn = extras.waitingOn
-        var kept: [CancelHandler] = []
-        for handler in extras.cancelHandlers {
-            if handler.depth >= depth {
-                moved.cancelHandlers.append(CancelHandler(depth: handler.depth - depth, run: handler.run))
-            } else {
-                kept.append(handler)
-            }
-        }
-        extras.cancelHandlers = kept
-        if extras.mergedObservers != nil {
-            var below = extras.mergedObservers!.cut(at: depth)
-            // Those registered on the future `state` now is become its own callbacks.
-            for entry in below.takeDepthZero() { state.callbacks.append(entry) }
-            // Kept even when empty: its buffer may hold the last references to entries cut off it,
-            // released with the extras box, after the locks.
-            moved.mergedObservers = below
-        }
+        let (movedSet, own) = extras.merge.split(at: depth, key: RegistrationKey(self))
+        moved.merge = movedSet
+        // Those registered on the future `state` now is become its own callbacks.
+        for entry in own { state.callbacks.append(entry) }
         swap(&moved.onProgressDemand, &extras.onProgressDemand)
-        // The new future holds the depths from `depth` down to this one's shallowest threshold, if
-        // it has one: the deeper ones stay where this one's table sends them, and the table stays
-        // here (see ``MergeForwards``).
-        moved.depth = (extras.forward.map { $0.shallowest - 1 } ?? extras.depth) - depth
-        moved.upstreamKey = extras.upstreamKey ?? RegistrationKey(self)
         state.consumesUpstream = consumesUpstream
         state.setFlag(StorageFlags.waitMayChange, flag(StorageFlags.waitMayChange))
         state.immortal = immortal
@@ -496,12 +439,12 @@ extension FutureStorage {
             moved.progressRelation = below
             extras.progressRelation = above
         }
-        if let forward = extras.forward {
+        if let forward = extras.merge.forward {
             forward.addSplit(at: depth, target: state)
         } else {
-            extras.forward = MergeForwards(depth: depth, target: state)
+            extras.merge.forward = MergeForwards(depth: depth, target: state)
         }
-        extras.depth = depth - 1
+        extras.merge._checkInvariants()
         let change = waitLocked(on: state, token: CompleterToken(), finishing: depth - 1, keepUpstream: &keepUpstream)
         if let unfollow { return (change?.changed, change?.observers ?? [], change?.refollow ?? false, unfollow) }
         return change
@@ -521,12 +464,13 @@ extension FutureStorage {
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
-        guard phase == .pending, target.phase == .pending else { unexpected("an adopter waits on a future that is not pending") }
-        target.consumers += 1
+        guard state.adopterEdge() == .proceed, target.state.gainWaiter() == .proceed else {
+            unexpected("an adopter waits on a future that is not pending")
+        }
         let extras = ensureExtras
         extras.handCompletion(to: token)
         extras.waitingOn = target
-        extras.upstreamKey = nil  // it registers on the target itself, below
+        extras.merge.upstreamKey = nil  // it registers on the target itself, below
         setFlag(StorageFlags.waitMayChange, false)  // it waits on the target until a split
         immortal = target.immortal
         consumesUpstream = true
@@ -574,13 +518,13 @@ extension FutureStorage {
     /// each waiting on the next.
     @usableFromInline
     final var carriesFewObservers: Bool {
-        (extras?.mergedObservers?.count ?? 0) <= 64
+        (extras?.merge.observerCount ?? 0) <= 64
     }
 
     /// This pending adopter adopted `never`: nothing but cancellation completes it now.
     final func adoptNeverLocked() {
         assertLocked()
-        guard phase == .pending else { unexpected("adopted never into a future that is not pending") }
+        guard state.adopterEdge() == .proceed else { unexpected("adopted never into a future that is not pending") }
         ensureExtras.completer = Extras<Value>.nobody
         immortal = true
         checkInvariants()
@@ -590,7 +534,7 @@ extension FutureStorage {
     /// aside), so nothing comes between this decision and the cycle's failures.
     final func handToTokenLocked(_ token: CompleterToken) {
         assertLocked()
-        guard phase == .pending else { unexpected("closed a cycle from a future that is not pending") }
+        guard state.adopterEdge() == .proceed else { unexpected("closed a cycle from a future that is not pending") }
         ensureExtras.handCompletion(to: token)
         checkInvariants()
     }
@@ -633,15 +577,14 @@ extension FutureStorage {
         precondition(consumers >= 0, "a future counts fewer than zero consumers")
         switch phase {
         case .pending:
-            precondition(!draining, "a pending future is draining")
             if let extras {
+                extras.merge._checkInvariantsNow()
                 // One weight per depth of the merge set, and one more in a future whose deepest
                 // level waits on the future a split made of the levels below it.
                 let weights = currentRelation.factors.count
-                precondition(extras.depth >= 0, "a merge set deeper than Int32")
                 precondition(
-                    weights == Int(extras.depth) || weights == Int(extras.depth) + 1,
-                    "a merge set keeps \(weights) weights for \(extras.depth) depths"
+                    weights == Int(extras.merge.depth) || weights == Int(extras.merge.depth) + 1,
+                    "a merge set keeps \(weights) weights for \(extras.merge.depth) depths"
                 )
             }
         case .completed:
@@ -655,7 +598,7 @@ extension FutureStorage {
         case .linked:
             precondition(upstream != nil, "a linked future has no link")
             precondition(callbacks.isEmpty && extras == nil, "a linked future keeps state of its own")
-            precondition(!draining && consumers > 0, "a linked future drains or has no depth below its link")
+            precondition(state.linkDepth > 0, "a linked future has no depth below its link")
         case .never:
             precondition(callbacks.isEmpty && upstream == nil && !draining, "never holds state")
         }

@@ -1,0 +1,370 @@
+/// What exists only because futures merge: a future's merge set, the futures merged into it by
+/// depth (itself at 0), with what belongs to each level, and the types it is made of.
+///
+/// A set changes by three edges, each one function here, called by the storage under the locks of
+/// both futures involved (and the adoption lock): ``absorb(_:callbacks:at:key:)`` when an adopter
+/// merges a target, ``split(at:key:)`` when a registrant arrives on a merged level, and
+/// ``cut(below:)`` for the part of a split that stays. ``_checkInvariants()`` states the rules
+/// that hold between them; debug builds check them after every transition of the future.
+@usableFromInline
+struct MergeSet<Value: Sendable> {
+    /// The depth of the deepest future merged into this one (0: none).
+    @usableFromInline var depth: Int32 = 0
+    /// The producers' `onCancel` handlers, each with the depth of the future whose producer added
+    /// it, in the order they were added.
+    @usableFromInline var cancelHandlers: [CancelHandler] = []
+    /// Observers (callbacks nobody takes off again: `whenFailure` and the like) that were
+    /// registered on futures before they were merged into this one, each with the depth of its
+    /// future, in order of depth. A future whose only registrants are such observers still merges,
+    /// so a recursive loop that observes every level keeps one future, not one per level; they run
+    /// when this one completes, the deepest first, as they would have had each level waited on the
+    /// next; a split hands those of its depths to the new future.
+    @usableFromInline var observers: MergedObservers<Value>?
+    /// Where the futures merged into this one keep their state since a consumer arrived on one of
+    /// them (see ``FutureStorage/split()`` and ``MergeForwards``); kept after completion.
+    @usableFromInline var forward: MergeForwards<Value>?
+    /// The key of this future's registration on its `upstream`, when it is not this future's own:
+    /// after a merge the adopter consumes the target's source through the target's registration.
+    @usableFromInline var upstreamKey: RegistrationKey?
+
+    @usableFromInline init() {}
+
+    /// Whether freeing the set may free a chain of futures (see ``FutureStorage``'s deinit).
+    @inlinable var mayHoldChain: Bool { forward != nil || !cancelHandlers.isEmpty || observers != nil }
+
+    /// How many observers the set carries.
+    var observerCount: Int { observers?.count ?? 0 }
+
+    /// Takes in `target`'s set, merged `depth` below this one: its levels, their handlers and
+    /// observers (with `callbacks`, the observers registered on the target itself, which it gives
+    /// up), its forwards and its registration (`key`, the target's own, if it borrowed none).
+    /// Everything the target had moves `depth` deeper. This set has no forward: a split set's root
+    /// refuses every adoption.
+    mutating func absorb(_ target: inout MergeSet<Value>, callbacks: inout CallbackList<Value>, at depth: Int32, key: RegistrationKey) {
+        precondition(forward == nil, "merged into a split set")
+        assert(depth == self.depth + 1, "a merge below the next level of the set")
+        for handler in target.cancelHandlers { cancelHandlers.append(CancelHandler(depth: handler.depth + depth, run: handler.run)) }
+        target.cancelHandlers = []
+        if let targetForward = target.forward { forward = MergeForwards(shifting: targetForward, by: depth) }
+        target.forward = nil
+        if !callbacks.isEmpty || target.observers != nil {
+            var carried = observers.take() ?? MergedObservers()
+            carried.append(contentsOf: callbacks, depth: depth)
+            callbacks = CallbackList()
+            if let targetObservers = target.observers { carried.append(contentsOf: targetObservers, shiftedBy: depth) }
+            target.observers = nil
+            observers = carried
+        }
+        self.depth = depth + target.depth
+        upstreamKey = target.upstreamKey ?? key
+        target.upstreamKey = nil
+        _checkInvariants()
+    }
+
+    /// Splits off the levels from `depth` down: returns their set, counted from `depth` (the new
+    /// future's), with the registration this one borrowed (`key`, this future's own, if none) and
+    /// the observers registered on the level at `depth` itself, which become the new future's own
+    /// callbacks. This set keeps the levels above; the caller records the forward to the new future.
+    mutating func split(at depth: Int32, key: RegistrationKey) -> (below: MergeSet<Value>, own: [CallbackEntry<Value>]) {
+        precondition(depth > 0 && depth <= self.depth, "split below the deepest level of a set")
+        var below = MergeSet<Value>()
+        var kept: [CancelHandler] = []
+        for handler in cancelHandlers {
+            if handler.depth >= depth {
+                below.cancelHandlers.append(CancelHandler(depth: handler.depth - depth, run: handler.run))
+            } else {
+                kept.append(handler)
+            }
+        }
+        cancelHandlers = kept
+        var own: [CallbackEntry<Value>] = []
+        if observers != nil {
+            var cut = observers!.cut(at: depth)
+            own = cut.takeDepthZero()
+            // Kept even when empty: its buffer may hold the last references to entries cut off it,
+            // released with the extras box, after the locks.
+            below.observers = cut
+        }
+        // The new future holds the depths from `depth` down to this one's shallowest threshold, if
+        // it has one: the deeper ones stay where this one's table sends them, and the table stays
+        // here (see ``MergeForwards``).
+        below.depth = (forward.map { $0.shallowest - 1 } ?? self.depth) - depth
+        below.upstreamKey = upstreamKey ?? key
+        self.depth = depth - 1
+        below._checkInvariants()
+        return (below, own)
+    }
+
+    /// In debug builds, traps unless the set keeps its rules: its depth is not negative; every
+    /// handler is at a level of the set; the observers are at levels 1 through `depth` (0 is the
+    /// future's own callbacks), in order; every forward's threshold lies below the set's levels.
+    /// (Past 64 observers only the ends are checked: a full check per transition would make a long
+    /// loop quadratic in debug builds.)
+    @inlinable @inline(__always)
+    func _checkInvariants() {
+        #if DEBUG
+        _checkInvariantsNow()
+        #endif
+    }
+
+    @usableFromInline
+    func _checkInvariantsNow() {
+        precondition(depth >= 0, "a merge set deeper than Int32")
+        if cancelHandlers.count <= 64 {
+            for handler in cancelHandlers { precondition(handler.depth >= 0 && handler.depth <= depth, "a cancel handler at no level of its set") }
+        }
+        if let items = observers?.items, let base = observers?.base, !items.isEmpty {
+            let checked = items.count <= 64 ? items[...] : items.prefix(2) + items.suffix(2)
+            for observer in checked {
+                precondition(observer.depth + base >= 1 && observer.depth + base <= depth, "an observer at no merged level of its set")
+            }
+            precondition(zip(checked, checked.dropFirst()).allSatisfy { $0.depth <= $1.depth }, "observers out of the order of their levels")
+        }
+        if let forward { precondition(forward.shallowest > depth, "a forward to levels the set still holds") }
+    }
+}
+
+/// An observer carried by a merge set, with the depth of the future it was registered on, less
+/// its list's `base` (see ``Extras/mergedObservers``).
+@usableFromInline
+struct MergedObserver<Value: Sendable> {
+    @usableFromInline let depth: Int32
+    @usableFromInline let entry: CallbackEntry<Value>
+
+    @inlinable init(depth: Int32, entry: CallbackEntry<Value>) {
+        self.depth = depth
+        self.entry = entry
+    }
+}
+
+/// The observers a merge set carries, in order of depth. Each depth is stored less `base`, so that
+/// a split hands the larger part over without rewriting a depth, and copies only the smaller one:
+/// splitting an observed set level by level, in any order, costs what it costs unobserved.
+///
+/// The storage is a slice: entries cut off its ends stay in the buffer until the buffer is freed,
+/// which happens with the extras box that holds it, after its future's lock (never under it, as a
+/// closure's last reference may be among them).
+@usableFromInline
+struct MergedObservers<Value: Sendable> {
+    @usableFromInline var base: Int32 = 0
+    @usableFromInline var items: ArraySlice<MergedObserver<Value>> = []
+
+    @usableFromInline init() {}
+
+    var count: Int { items.count }
+
+    mutating func append(_ entry: CallbackEntry<Value>, depth: Int32) {
+        items.append(MergedObserver(depth: depth - base, entry: entry))
+    }
+
+    /// Appends the entries of `list` (not its holes) at `depth`.
+    mutating func append(contentsOf list: CallbackList<Value>, depth: Int32) {
+        guard let first = list.first else { return }
+        append(first, depth: depth)
+        guard let rest = list.rest else { return }
+        for entry in rest where entry != nil { append(entry!, depth: depth) }
+    }
+
+    /// Appends the observers of `other`, `shift` deeper than they were there.
+    mutating func append(contentsOf other: MergedObservers<Value>, shiftedBy shift: Int32) {
+        items.reserveCapacity(items.count + other.items.count)
+        for observer in other.items { items.append(MergedObserver(depth: observer.depth + other.base + shift - base, entry: observer.entry)) }
+    }
+
+    /// Takes off the observers of the depths from `depth` down and returns them, their depths
+    /// counted from `depth`.
+    mutating func cut(at depth: Int32) -> MergedObservers {
+        var low = items.startIndex, high = items.endIndex
+        while low < high {
+            let middle = low + (high - low) / 2
+            if items[middle].depth + base >= depth { high = middle } else { low = middle + 1 }
+        }
+        var below = MergedObservers()
+        below.base = base - depth
+        if low - items.startIndex < items.endIndex - low {
+            // The part above is the smaller: it is copied, and the buffer goes below.
+            below.items = items[low...]
+            items = ArraySlice(Array(items[..<low]))
+        } else {
+            below.items = ArraySlice(Array(items[low...]))
+            items = items[..<low]
+        }
+        return below
+    }
+
+    /// Takes off the observers of the first depth if it is 0.
+    mutating func takeDepthZero() -> [CallbackEntry<Value>] {
+        var taken: [CallbackEntry<Value>] = []
+        while let first = items.first, first.depth + base == 0 {
+            taken.append(first.entry)
+            items = items.dropFirst()
+        }
+        return taken
+    }
+}
+
+/// A producer cancellation handler, with the depth (below the future that holds the state) of the
+/// future whose producer added it.
+@usableFromInline
+struct CancelHandler {
+    @usableFromInline var depth: Int32
+    @usableFromInline let run: @Sendable () -> Void
+
+    @inlinable init(depth: Int32, run: @escaping @Sendable () -> Void) {
+        self.depth = depth
+        self.run = run
+    }
+}
+
+/// Where the futures merged into a split future keep their state: a table of thresholds, each with
+/// the future that holds the state of the futures merged at that depth and deeper (relative to the
+/// future holding this table), up to the next threshold. A walk that reaches the owner at depth `d`
+/// continues at the entry with the largest threshold not above `d`, `d` minus that threshold below
+/// it; a walk shallower than every threshold stays at the owner.
+///
+/// Entries come two ways:
+/// - a split of the owner itself, at a depth shallower than every threshold it has (a walk only
+///   stops at the owner above them), goes first (`shallow`, kept deepest first);
+/// - a split further down, reached from the owner through its forwards by a walk under the
+///   adoption lock: the new future goes into the owner's table too, at the walk's depth there, if
+///   it holds everything from there to the end of the owner's entry the walk took (no entry on the
+///   way ended sooner; see ``FutureStorage/recordSplit(_:path:at:depth:)``). Most of these are
+///   deeper than every threshold (a set split from the top down) and go last (`deep`, kept
+///   shallowest first); others go between two, moving the entries after them.
+///
+/// A walk from the owner then takes one forward, or a few, found by binary search, whatever order
+/// the set was split in, instead of a walk through every earlier split. Targets are
+/// stored as `AnyObject` (always `FutureStorage<Value>`): the walk runs unspecialised in clients,
+/// and an array of a generic class would ask the runtime for its metadata.
+@usableFromInline
+final class MergeForwards<Value: Sendable> {
+    @usableFromInline var shallowDepths: [Int32]
+    @usableFromInline var shallowTargets: [AnyObject]
+    @usableFromInline var deepDepths: [Int32] = []
+    @usableFromInline var deepTargets: [AnyObject] = []
+
+    @usableFromInline init(depth: Int32, target: FutureStorage<Value>) {
+        shallowDepths = [depth]
+        shallowTargets = [target]
+    }
+
+    /// The same table `shift` deeper (a future that adopts the owner by merging takes it over).
+    @usableFromInline init(shifting other: MergeForwards<Value>, by shift: Int32) {
+        shallowDepths = other.shallowDepths.map { $0 + shift }
+        shallowTargets = other.shallowTargets
+        deepDepths = other.deepDepths.map { $0 + shift }
+        deepTargets = other.deepTargets
+    }
+
+    /// The shallowest threshold.
+    @inlinable var shallowest: Int32 { shallowDepths.last ?? deepDepths[0] }
+    /// The deepest threshold.
+    @inlinable var deepest: Int32 { deepDepths.last ?? shallowDepths[0] }
+
+    /// The entry a walk at `depth` below the owner follows: its target, the walk's depth below it,
+    /// and the next deeper threshold (`Int32.max` if it is the deepest entry), where the entry's
+    /// range ends; `nil` if `depth` is shallower than every threshold.
+    @inlinable
+    func entry(at depth: Int32) -> (target: FutureStorage<Value>, depth: Int32, next: Int32)? {
+        if let first = deepDepths.first, first <= depth {
+            // The last threshold not above `depth` among the deep ones, which ascend.
+            var low = 0, high = deepDepths.count - 1
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if deepDepths[middle] <= depth { low = middle } else { high = middle - 1 }
+            }
+            let target = unsafeDowncast(deepTargets[low], to: FutureStorage<Value>.self)
+            let next = low + 1 < deepDepths.count ? deepDepths[low + 1] : Int32.max
+            return (target, depth - deepDepths[low], next)
+        }
+        guard let shallowest = shallowDepths.last, shallowest <= depth else { return nil }
+        // The first threshold not above `depth` among the shallow ones, which descend.
+        var low = 0, high = shallowDepths.count - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
+        }
+        let target = unsafeDowncast(shallowTargets[low], to: FutureStorage<Value>.self)
+        let next = low > 0 ? shallowDepths[low - 1] : deepDepths.first ?? Int32.max
+        return (target, depth - shallowDepths[low], next)
+    }
+
+    /// Records a split of the owner at `depth`, shallower than every threshold.
+    @usableFromInline
+    func addSplit(at depth: Int32, target: FutureStorage<Value>) {
+        precondition(depth < shallowest, "a split below a threshold of the future that splits")
+        shallowDepths.append(depth)
+        shallowTargets.append(target)
+        _checkInvariants()
+    }
+
+    /// Records that `target`, split off further down, holds the state from `depth` on, up to the
+    /// next threshold (the caller checked that); ignored if the table has that threshold already.
+    @usableFromInline
+    func addSplitBelow(at depth: Int32, target: FutureStorage<Value>) {
+        defer { _checkInvariants() }
+        if depth > deepest {
+            deepDepths.append(depth)
+            deepTargets.append(target)
+            return
+        }
+        guard depth > shallowest else { return }
+        if let first = deepDepths.first, depth >= first {
+            // The first deep threshold not below `depth` (there is one: `depth` is not the deepest).
+            var low = 0, high = deepDepths.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if deepDepths[middle] >= depth { high = middle } else { low = middle + 1 }
+            }
+            guard deepDepths[low] != depth else { return }
+            deepDepths.insert(depth, at: low)
+            deepTargets.insert(target, at: low)
+        } else {
+            // The first shallow threshold not above `depth` (there is one: the shallowest).
+            var low = 0, high = shallowDepths.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
+            }
+            guard shallowDepths[low] != depth else { return }
+            shallowDepths.insert(depth, at: low)
+            shallowTargets.insert(target, at: low)
+        }
+    }
+
+    /// In debug builds, traps unless the thresholds are in order: the shallow ones descend, the
+    /// deep ones ascend, every shallow one is above every deep one, and there is at least one. (A
+    /// table longer than 64 entries has only its ends checked, each change adding at an end: a
+    /// full check per split would make splitting quadratic in debug builds.)
+    @inlinable @inline(__always)
+    func _checkInvariants() {
+        #if DEBUG
+        precondition(shallowDepths.count == shallowTargets.count && deepDepths.count == deepTargets.count)
+        precondition(!shallowDepths.isEmpty || !deepDepths.isEmpty, "an empty forward table")
+        func ordered(_ depths: [Int32], _ before: (Int32, Int32) -> Bool) -> Bool {
+            let checked = depths.count <= 64 ? depths[...] : depths.suffix(2)
+            return zip(checked, checked.dropFirst()).allSatisfy { before($0, $1) }
+        }
+        precondition(ordered(shallowDepths, >), "shallow thresholds out of order")
+        precondition(ordered(deepDepths, <), "deep thresholds out of order")
+        if let shallow = shallowDepths.first, let deep = deepDepths.first { precondition(shallow < deep, "a shallow threshold below a deep one") }
+        precondition(shallowest > 0, "a threshold at the owner's own depth")
+        #endif
+    }
+}
+
+/// The forwards a walk under the adoption lock followed after its last link: the future where it
+/// took the first (`head`), its depth there, where that entry's range ends (`headEnd`, in the
+/// head's depths; `Int64.max` for the deepest entry), how deep every entry taken since still
+/// reaches (`reach`, the same way), and how many it took. Not generic: the walk runs unspecialised.
+@usableFromInline
+struct ForwardPath {
+    @usableFromInline var head: AnyObject? = nil
+    @usableFromInline var headDepth: Int32 = 0
+    @usableFromInline var headEnd = Int64.max
+    @usableFromInline var reach = Int64.max
+    @usableFromInline var forwards = 0
+
+    @usableFromInline init() {}
+}
+
