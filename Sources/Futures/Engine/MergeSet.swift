@@ -33,31 +33,34 @@ struct MergeSet<Value: Sendable> {
     @inlinable var mayHoldChain: Bool { forward != nil || !cancelHandlers.isEmpty || observers != nil }
 
     /// How many observers the set carries.
-    var observerCount: Int { observers?.count ?? 0 }
+    @inline(__always) var observerCount: Int { observers?.items.count ?? 0 }
 
-    /// Takes in `target`'s set, merged `depth` below this one: its levels, their handlers and
-    /// observers (with `callbacks`, the observers registered on the target itself, which it gives
-    /// up), its forwards and its registration (`key`, the target's own, if it borrowed none).
-    /// Everything the target had moves `depth` deeper. This set has no forward: a split set's root
-    /// refuses every adoption.
-    mutating func absorb(_ target: inout MergeSet<Value>, callbacks: inout CallbackList<Value>, at depth: Int32, key: RegistrationKey) {
+    /// Takes in the set of a target (the one in its extras box, `target`; none if it has no box),
+    /// merged `depth` below this one: its levels, their handlers and observers (with `callbacks`,
+    /// the observers registered on the target itself, which it gives up), its forwards and its
+    /// registration (`key`, the target's own, if it borrowed none). Everything the target had
+    /// moves `depth` deeper; the target's box keeps its copies, released with it after the locks.
+    /// This set has no forward: a split set's root refuses every adoption.
+    ///
+    /// Always inlined into the storage's merge: the merge runs unspecialised in clients, where
+    /// calling a method of a generic value type would look up the type's metadata at every call.
+    @inline(__always)
+    mutating func absorb(_ target: Extras<Value>?, callbacks: inout CallbackList<Value>, at depth: Int32, key: RegistrationKey) {
         precondition(forward == nil, "merged into a split set")
         assert(depth == self.depth + 1, "a merge below the next level of the set")
-        for handler in target.cancelHandlers { cancelHandlers.append(CancelHandler(depth: handler.depth + depth, run: handler.run)) }
-        target.cancelHandlers = []
-        if let targetForward = target.forward { forward = MergeForwards(shifting: targetForward, by: depth) }
-        target.forward = nil
-        if !callbacks.isEmpty || target.observers != nil {
+        if let target {
+            for handler in target.merge.cancelHandlers { cancelHandlers.append(CancelHandler(depth: handler.depth + depth, run: handler.run)) }
+            if let targetForward = target.merge.forward { forward = MergeForwards(shifting: targetForward, by: depth) }
+        }
+        if !callbacks.isEmpty || target?.merge.observers != nil {
             var carried = observers.take() ?? MergedObservers()
             carried.append(contentsOf: callbacks, depth: depth)
             callbacks = CallbackList()
-            if let targetObservers = target.observers { carried.append(contentsOf: targetObservers, shiftedBy: depth) }
-            target.observers = nil
+            if let targetObservers = target?.merge.observers { carried.append(contentsOf: targetObservers, shiftedBy: depth) }
             observers = carried
         }
-        self.depth = depth + target.depth
-        upstreamKey = target.upstreamKey ?? key
-        target.upstreamKey = nil
+        self.depth = depth + (target?.merge.depth ?? 0)
+        upstreamKey = target?.merge.upstreamKey ?? key
         _checkInvariants()
     }
 
@@ -65,6 +68,8 @@ struct MergeSet<Value: Sendable> {
     /// future's), with the registration this one borrowed (`key`, this future's own, if none) and
     /// the observers registered on the level at `depth` itself, which become the new future's own
     /// callbacks. This set keeps the levels above; the caller records the forward to the new future.
+    /// (Always inlined into the storage's split, as ``absorb(_:callbacks:at:key:)`` is.)
+    @inline(__always)
     mutating func split(at depth: Int32, key: RegistrationKey) -> (below: MergeSet<Value>, own: [CallbackEntry<Value>]) {
         precondition(depth > 0 && depth <= self.depth, "split below the deepest level of a set")
         var below = MergeSet<Value>()

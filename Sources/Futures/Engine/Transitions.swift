@@ -371,9 +371,7 @@ extension FutureStorage {
             extras.onProgressDemand = demand
         }
         assert(currentRelation.factors.count == Int(depth) - 1, "a merge set's weights, one per depth above the adopter")
-        var targetSet = target.extras?.merge ?? MergeSet()
-        target.extras?.merge = MergeSet()  // moved, not copied: the arrays are not shared
-        extras.merge.absorb(&targetSet, callbacks: &target.callbacks, at: depth, key: RegistrationKey(target))
+        extras.merge.absorb(target.extras, callbacks: &target.callbacks, at: depth, key: RegistrationKey(target))
         let progressChange = composeProgressOnMerge(with: target)
         consumesUpstream = target.consumesUpstream
         setFlag(StorageFlags.waitMayChange, target.flag(StorageFlags.waitMayChange))  // its source is this one's now

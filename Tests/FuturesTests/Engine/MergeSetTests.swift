@@ -23,26 +23,30 @@ struct MergeSetTests {
         let log = Log()
         let owner = Owner()
         var root = MergeSet<Int>()
-        var target = MergeSet<Int>()
-        target.cancelHandlers.append(log.handler("target's producer", depth: 0))
+        let target = Extras<Int>()
+        target.merge.cancelHandlers.append(log.handler("target's producer", depth: 0))
         var callbacks = CallbackList<Int>()
         callbacks.append(log.entry("first"))
         callbacks.append(log.entry("second"))
-        root.absorb(&target, callbacks: &callbacks, at: 1, key: RegistrationKey(owner))
+        root.absorb(target, callbacks: &callbacks, at: 1, key: RegistrationKey(owner))
         root._checkInvariantsNow()
         #expect(root.depth == 1)
         #expect(root.cancelHandlers.map(\.depth) == [1])
         #expect(root.observerCount == 2 && callbacks.isEmpty)
         #expect(root.upstreamKey == RegistrationKey(owner))
-        #expect(target.cancelHandlers.isEmpty && target.observers == nil)
         // A second merge at the next level keeps the registration the set borrowed first.
-        var next = MergeSet<Int>()
-        next.upstreamKey = RegistrationKey(Owner())
+        let next = Extras<Int>()
+        let borrowed = Owner()
+        next.merge.upstreamKey = RegistrationKey(borrowed)
         var none = CallbackList<Int>()
-        let firstKey = root.upstreamKey
-        root.absorb(&next, callbacks: &none, at: 2, key: RegistrationKey(owner))
+        root.absorb(next, callbacks: &none, at: 2, key: RegistrationKey(owner))
         #expect(root.depth == 2)
-        #expect(root.upstreamKey != firstKey, "the target's borrowed registration is the one to leave")
+        #expect(root.upstreamKey == RegistrationKey(borrowed), "the target's borrowed registration is the one to leave")
+        // A target with no extras box is a set of one: the merge borrows the target's own key.
+        let plain = Owner()
+        var third = MergeSet<Int>()
+        third.absorb(nil, callbacks: &none, at: 1, key: RegistrationKey(plain))
+        #expect(third.depth == 1 && third.upstreamKey == RegistrationKey(plain) && third.cancelHandlers.isEmpty)
     }
 
     @Test func aSplitHandsTheLevelsBelowItsDepthOverCountedFromThere() {
@@ -51,11 +55,11 @@ struct MergeSetTests {
         var set = MergeSet<Int>()
         // Four levels merged one by one from the top, each with a handler and an observer.
         for level: Int32 in 1...4 {
-            var target = MergeSet<Int>()
-            target.cancelHandlers.append(log.handler("handler \(level)", depth: 0))
+            let target = Extras<Int>()
+            target.merge.cancelHandlers.append(log.handler("handler \(level)", depth: 0))
             var callbacks = CallbackList<Int>()
             callbacks.append(log.entry("observer \(level)"))
-            set.absorb(&target, callbacks: &callbacks, at: level, key: RegistrationKey(owner))
+            set.absorb(target, callbacks: &callbacks, at: level, key: RegistrationKey(owner))
         }
         set._checkInvariantsNow()
         #expect(set.depth == 4 && set.cancelHandlers.map(\.depth) == [1, 2, 3, 4])
@@ -79,10 +83,9 @@ struct MergeSetTests {
         let owner = Owner()
         var set = MergeSet<Int>()
         for level: Int32 in 1...1_000 {
-            var target = MergeSet<Int>()
             var callbacks = CallbackList<Int>()
             callbacks.append(log.entry("\(level)"))
-            set.absorb(&target, callbacks: &callbacks, at: level, key: RegistrationKey(owner))
+            set.absorb(nil, callbacks: &callbacks, at: level, key: RegistrationKey(owner))
         }
         // Split near the bottom: the 10 levels below keep their depths, relative to a new base.
         let (below, own) = set.split(at: 990, key: RegistrationKey(owner))
