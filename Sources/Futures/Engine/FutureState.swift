@@ -88,7 +88,7 @@ enum FutureState: Equatable, Sendable {
     case never
 
     /// The case without its data.
-    @inlinable var phase: Phase {
+    @inlinable @inline(__always) var phase: Phase {
         switch self {
         case .pending: .pending
         case .completed: .completed

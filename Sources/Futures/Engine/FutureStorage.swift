@@ -95,13 +95,13 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// free after the state (separate fields cost the object 8 more bytes of padding).
     @exclusivity(unchecked) @usableFromInline final var flags: UInt8 = StorageFlags.consumesUpstream
     /// The state without its data.
-    @inlinable final var phase: Phase { state.phase }
+    @inlinable @inline(__always) final var phase: Phase { state.phase }
     /// Whether a drain loop owns the callbacks of this completed future (then only that loop
     /// touches `callbacks`; see ``drain()``).
-    @inlinable final var draining: Bool { state.draining }
+    @inlinable @inline(__always) final var draining: Bool { state.draining }
     /// Futures derived from this one and tasks awaiting it (observers are not consumers); 0 unless
     /// pending.
-    @inlinable final var consumers: Int32 { state.consumers }
+    @inlinable @inline(__always) final var consumers: Int32 { state.consumers }
     @exclusivity(unchecked) @usableFromInline final var callbacks = CallbackList<Value>()
     // The outcome is `storedOutcome`, in the base class (see ``OutcomeSlot``); it is not optional,
     // since `phase` says whether it is meaningful.

@@ -1,11 +1,12 @@
 /// What exists only because futures merge: a future's merge set, the futures merged into it by
 /// depth (itself at 0), with what belongs to each level, and the types it is made of.
 ///
-/// A set changes by three edges, each one function here, called by the storage under the locks of
-/// both futures involved (and the adoption lock): ``absorb(_:callbacks:at:key:)`` when an adopter
-/// merges a target, ``split(at:key:)`` when a registrant arrives on a merged level, and
-/// ``cut(below:)`` for the part of a split that stays. ``_checkInvariants()`` states the rules
-/// that hold between them; debug builds check them after every transition of the future.
+/// A set changes by two edges, each one function here, called by the storage under the locks of
+/// both futures involved (and the adoption lock): ``MergeSet/absorb(_:callbacks:at:key:)`` when an
+/// adopter merges a target, and ``MergeSet/split(at:key:own:)`` when a registrant arrives on a
+/// merged level. ``MergeSet/_checkInvariants()`` states the rules that hold between them; debug
+/// builds check them after every transition of the future. Neither frees anything: what a merge
+/// or a split lets go of stays in an extras box or a buffer released after the locks.
 @usableFromInline
 struct MergeSet<Value: Sendable> {
     /// The depth of the deepest future merged into this one (0: none).
@@ -33,7 +34,7 @@ struct MergeSet<Value: Sendable> {
     @inlinable var mayHoldChain: Bool { forward != nil || !cancelHandlers.isEmpty || observers != nil }
 
     /// How many observers the set carries.
-    @inline(__always) var observerCount: Int { observers?.items.count ?? 0 }
+    @inlinable @inline(__always) var observerCount: Int { observers?.items.count ?? 0 }
 
     /// Takes in the set of a target (the one in its extras box, `target`; none if it has no box),
     /// merged `depth` below this one: its levels, their handlers and observers (with `callbacks`,
@@ -65,12 +66,12 @@ struct MergeSet<Value: Sendable> {
     }
 
     /// Splits off the levels from `depth` down: returns their set, counted from `depth` (the new
-    /// future's), with the registration this one borrowed (`key`, this future's own, if none) and
-    /// the observers registered on the level at `depth` itself, which become the new future's own
+    /// future's), with the registration this one borrowed (`key`, this future's own, if none); the
+    /// observers registered on the level at `depth` itself are appended to `own`, the new future's
     /// callbacks. This set keeps the levels above; the caller records the forward to the new future.
     /// (Always inlined into the storage's split, as ``absorb(_:callbacks:at:key:)`` is.)
     @inline(__always)
-    mutating func split(at depth: Int32, key: RegistrationKey) -> (below: MergeSet<Value>, own: [CallbackEntry<Value>]) {
+    mutating func split(at depth: Int32, key: RegistrationKey, own: inout CallbackList<Value>) -> MergeSet<Value> {
         precondition(depth > 0 && depth <= self.depth, "split below the deepest level of a set")
         var below = MergeSet<Value>()
         var kept: [CancelHandler] = []
@@ -82,10 +83,9 @@ struct MergeSet<Value: Sendable> {
             }
         }
         cancelHandlers = kept
-        var own: [CallbackEntry<Value>] = []
         if observers != nil {
             var cut = observers!.cut(at: depth)
-            own = cut.takeDepthZero()
+            for entry in cut.takeDepthZero() { own.append(entry) }
             // Kept even when empty: its buffer may hold the last references to entries cut off it,
             // released with the extras box, after the locks.
             below.observers = cut
@@ -97,7 +97,7 @@ struct MergeSet<Value: Sendable> {
         below.upstreamKey = upstreamKey ?? key
         self.depth = depth - 1
         below._checkInvariants()
-        return (below, own)
+        return below
     }
 
     /// In debug builds, traps unless the set keeps its rules: its depth is not negative; every
@@ -130,7 +130,7 @@ struct MergeSet<Value: Sendable> {
 }
 
 /// An observer carried by a merge set, with the depth of the future it was registered on, less
-/// its list's `base` (see ``Extras/mergedObservers``).
+/// its list's `base` (see ``MergeSet/observers``).
 @usableFromInline
 struct MergedObserver<Value: Sendable> {
     @usableFromInline let depth: Int32

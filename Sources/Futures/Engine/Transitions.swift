@@ -138,7 +138,7 @@ extension FutureStorage {
     @inlinable @inline(__always)
     final func completeLocked(_ outcome: Outcome<Value>, from origin: AnyObject?, into work: inout CompletionWork) -> CompleteStep {
         assertLocked()
-        let accepted = origin.map(accepts) ?? true
+        let accepted = if let origin { accepts(origin) } else { true }
         switch state.complete(accepted: accepted, hasCallbacks: hasCallbacksToRun) {
         case .impossible: linkedFutureTrap()
         case .rejected: return .rejected
@@ -157,7 +157,7 @@ extension FutureStorage {
     /// futures merged into it.
     @inlinable @inline(__always)
     final var hasCallbacksToRun: Bool {
-        !callbacks.isEmpty || (extras?.merge.observers.map { !$0.items.isEmpty } ?? false)
+        !callbacks.isEmpty || (extras?.merge.observerCount ?? 0) > 0
     }
 
     /// The data that goes with the edge from pending to completed, which the state machine just
@@ -411,10 +411,8 @@ extension FutureStorage {
         moved.completer = extras.completer
         moved.completerObject = extras.completerObject
         moved.waitingOn = extras.waitingOn
-        let (movedSet, own) = extras.merge.split(at: depth, key: RegistrationKey(self))
-        moved.merge = movedSet
-        // Those registered on the future `state` now is become its own callbacks.
-        for entry in own { state.callbacks.append(entry) }
+        // The observers registered on the future `state` now is become its own callbacks.
+        moved.merge = extras.merge.split(at: depth, key: RegistrationKey(self), own: &state.callbacks)
         swap(&moved.onProgressDemand, &extras.onProgressDemand)
         state.consumesUpstream = consumesUpstream
         state.setFlag(StorageFlags.waitMayChange, flag(StorageFlags.waitMayChange))

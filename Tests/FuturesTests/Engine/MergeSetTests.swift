@@ -63,13 +63,14 @@ struct MergeSetTests {
         }
         set._checkInvariantsNow()
         #expect(set.depth == 4 && set.cancelHandlers.map(\.depth) == [1, 2, 3, 4])
-        let (below, own) = set.split(at: 3, key: RegistrationKey(owner))
+        var own = CallbackList<Int>()
+        let below = set.split(at: 3, key: RegistrationKey(owner), own: &own)
         below._checkInvariantsNow()
         // The new future is level 3: its own observers become its callbacks; level 4 is 1 below it.
         #expect(below.depth == 1)
         #expect(below.cancelHandlers.map(\.depth) == [0, 1])
         #expect(below.observerCount == 1)
-        for entry in own { entry.run(with: .success(0)) }
+        own.run(with: .success(0))
         #expect(log.take() == ["observer 3"])
         for handler in below.cancelHandlers { handler.run() }
         #expect(log.take() == ["handler 3", "handler 4"])
@@ -88,7 +89,8 @@ struct MergeSetTests {
             set.absorb(nil, callbacks: &callbacks, at: level, key: RegistrationKey(owner))
         }
         // Split near the bottom: the 10 levels below keep their depths, relative to a new base.
-        let (below, own) = set.split(at: 990, key: RegistrationKey(owner))
+        var own = CallbackList<Int>()
+        let below = set.split(at: 990, key: RegistrationKey(owner), own: &own)
         #expect(own.count == 1 && below.observerCount == 10 && set.observerCount == 989)
         below._checkInvariantsNow()
         set._checkInvariantsNow()
