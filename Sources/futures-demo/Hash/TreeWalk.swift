@@ -130,8 +130,9 @@ struct TreeWalk {
         listing.sort(probingFrom: &path)
         stack.append(listing)
         guard readError == 0 else {
-            // Reported before the entries that could be read, where `sort` puts the directory's
-            // own path.
+            // Reported before the entries that could be read. (Sorted paths would have it before
+            // a sibling whose name its own begins too, `x.c` for `x`; a read that fails part way,
+            // after the directory opened, is rare enough to leave that be.)
             setName(path[..<directoryLength])
             return Item(size: 0, error: readError)
         }
