@@ -7,7 +7,7 @@
 /// `\r`). Any other line is improperly formatted: counted, and otherwise left out.
 struct ChecksumList {
     /// The entries to check, in the order of the list, with their names in `names`.
-    private(set) var inputs: [HashInput] = []
+    private var entries: [(name: Name, expected: Digest)] = []
     /// How many lines were improperly formatted.
     private(set) var improperLines = 0
     private var names = NameTableBuilder()
@@ -26,7 +26,14 @@ struct ChecksumList {
         }
     }
 
-    func table() -> NameTable { NameTable(bytes: names.bytes) }
+    /// Whether the list holds no properly formatted line.
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// The entries to check, in the order of the list.
+    func inputs() -> [HashInput] {
+        let table = NameTable(bytes: names.bytes)
+        return entries.map { HashInput(names: table, name: $0.name, size: 0, expected: $0.expected) }
+    }
 
     private mutating func add(line raw: ArraySlice<UInt8>) {
         var line = raw
@@ -39,7 +46,7 @@ struct ChecksumList {
             improperLines += 1
             return
         }
-        inputs.append(HashInput(name: names.add(name), size: 0, expected: digest))
+        entries.append((names.add(name), digest))
     }
 
     private mutating func parse(_ line: ArraySlice<UInt8>) -> (Digest, [UInt8])? {

@@ -12,8 +12,10 @@ import Darwin
 ///
 /// Every file becomes a future from a `FutureQueue` that runs `jobs` at a time; each is cancellable
 /// by one `CancellationSource`, which Ctrl-C fires. The lines are printed in input order as the
-/// futures complete, so a file that finishes early waits for the ones before it. Futures are made
-/// only a few `jobs` ahead of the line being printed, so a run over many files keeps little.
+/// futures complete, so a file that finishes early waits for the ones before it. Files are found
+/// (by a ``TreeWalk``) and their futures made only a few `jobs` ahead of the line being printed,
+/// so a run over many files keeps little. On a terminal, a first walk counts the files and bytes
+/// for the progress bar. A `--check` list is read whole.
 struct HashJob {
     enum Mode {
         /// Hash the files under these paths (as bytes).
@@ -36,17 +38,42 @@ struct HashJob {
         defer { withExtendedLifetime(quitDump) {} }
         let showsBar = isatty(STDERR_FILENO) != 0
 
-        // The list of files.
-        let inputs: [HashInput]
-        let names: NameTable
+        // What to hash: a walk for paths, which finds the files as the window below moves on;
+        // the whole list for `--check`.
+        var nextInput: () -> HashInput?
+        var fileCount: Int?  // known once the walk has ended, or for a list
+        var totalBytes: Int64 = 0
         var improperLines = 0
         var listName: [UInt8] = []
         switch mode {
         case .hash(let paths):
-            var list = FileList(wantsSizes: showsBar)
-            for path in paths { list.add(path: path) }
-            inputs = list.inputs
-            names = list.table()
+            if showsBar {
+                // The bar's totals: a first walk counts the files and bytes, reading no file.
+                var count = TreeWalk(roots: paths, wantsSizes: true)
+                var files = 0
+                while let item = count.next() {
+                    if stop.token.isCancelled {
+                        interrupt.end()
+                        Display(meter: nil).error("interrupted: 0 of at least \(files) files hashed, the rest cancelled")
+                        return 130
+                    }
+                    guard item.error == 0 else { continue }
+                    files += 1
+                    totalBytes += item.size
+                }
+                fileCount = files
+            }
+            var walk = TreeWalk(roots: paths, wantsSizes: showsBar)
+            nextInput = {
+                guard let item = walk.next() else { return nil }
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(walk.name.count + 1)
+                bytes += walk.name
+                bytes.append(0)
+                return HashInput(
+                    names: NameTable(bytes: bytes), name: Name(start: 0, count: walk.name.count), size: item.size,
+                    listError: item.error)
+            }
         case .check(let path):
             let isStandardInput = path == [UInt8(ascii: "-")]
             listName = isStandardInput ? Array("standard input".utf8) : path
@@ -58,18 +85,24 @@ struct HashJob {
                 return 1
             }
             let list = ChecksumList(text, isStandardInput: isStandardInput)
-            guard !list.inputs.isEmpty else {
+            guard !list.isEmpty else {
                 Display(meter: nil).error(quotedForMessage(listName) + Array(": no properly formatted checksum lines found".utf8))
                 return 1
             }
             improperLines = list.improperLines
-            names = list.table()
-            inputs = showsBar ? list.inputs.map { Self.withSize($0, names) } : list.inputs
+            let inputs = showsBar ? list.inputs().map(Self.withSize) : list.inputs()
+            fileCount = inputs.count
+            totalBytes = inputs.reduce(0) { $0 + $1.size }
+            var index = 0
+            nextInput = {
+                guard index < inputs.count else { return nil }
+                defer { index += 1 }
+                return inputs[index]
+            }
         }
         let checking = if case .check = mode { true } else { false }
 
-        let fileCount = inputs.reduce(0) { $1.listError == 0 ? $0 + 1 : $0 }
-        let meter = showsBar ? Meter(totalBytes: inputs.reduce(0) { $0 + $1.size }, totalFiles: fileCount) : nil
+        let meter = showsBar ? Meter(totalBytes: totalBytes, totalFiles: fileCount ?? 0) : nil
         let display = Display(meter: meter)
         let queue = FutureQueue(maxConcurrent: jobs)
         let buffers = BufferPool()
@@ -79,8 +112,8 @@ struct HashJob {
         func hash(_ input: HashInput) -> Future<Digest>? {
             guard input.listError == 0 else { return nil }
             let source = FileSource(
-                names: names, name: input.name,
-                isStandardInput: checking && names.withName(input.name) { $0.elementsEqual([UInt8(ascii: "-")]) }
+                names: input.names, name: input.name,
+                isStandardInput: checking && input.names.withName(input.name) { $0.elementsEqual([UInt8(ascii: "-")]) }
             )
             let future = queue.add { () -> Future<Digest> in
                 // Nothing queued starts once the run is cancelled (the queue may be starting this
@@ -96,10 +129,14 @@ struct HashJob {
             return future.always(on: .immediate) { _ in meter.fileDone(size: size) }
         }
 
-        // The futures of the next `window` inputs, in a ring.
+        // The next `window` inputs and their futures, in a ring: the walk is never further ahead
+        // of the printed line than that.
         let window = max(4 * jobs, 64)
-        var ahead = [Future<Digest>?](repeating: nil, count: window)
-        var scheduledUpTo = 0
+        var ahead = [(input: HashInput, future: Future<Digest>?)?](repeating: nil, count: window)
+        var scheduled = 0
+        var listedFiles = 0
+        var ended = false
+        var printed = 0
         var failed = 0
         var unreadable = 0
         var mismatched = 0
@@ -111,26 +148,35 @@ struct HashJob {
             interrupt.end()  // before the message, so that the backstop does not print one too
             _ = display.stop()
             let what = checking ? "checked" : "hashed"
-            display.error("interrupted: \(done) of \(fileCount) files \(what), the rest cancelled")
+            // A walk cut short does not know how many files are left: it says how many it found.
+            let total = fileCount.map { "\($0)" } ?? "at least \(listedFiles)"
+            display.error("interrupted: \(done) of \(total) files \(what), the rest cancelled")
             return 130
         }
 
-        func message(_ name: Name, _ text: String) {
-            display.error(names.withName(name) { quotedForMessage($0) } + Array(": \(text)".utf8))
+        func message(_ input: HashInput, _ text: String) {
+            display.error(input.names.withName(input.name) { quotedForMessage($0) } + Array(": \(text)".utf8))
         }
 
         display.start()
-        for (index, input) in inputs.enumerated() {
-            while scheduledUpTo < min(inputs.count, index + window) {
-                ahead[scheduledUpTo % window] = hash(inputs[scheduledUpTo])
-                scheduledUpTo += 1
+        while true {
+            while !ended, scheduled < printed + window {
+                guard let input = nextInput() else {
+                    ended = true
+                    fileCount = listedFiles
+                    break
+                }
+                if input.listError == 0 { listedFiles += 1 }
+                ahead[scheduled % window] = (input, hash(input))
+                scheduled += 1
             }
-            let future = ahead[index % window]
-            ahead[index % window] = nil
+            guard printed < scheduled, let (input, future) = ahead[printed % window] else { break }
+            ahead[printed % window] = nil
+            printed += 1
             if stop.token.isCancelled { return interrupted() }
             line.removeAll(keepingCapacity: true)
             guard let future else {
-                message(input.name, String(cString: strerror(input.listError)))
+                message(input, String(cString: strerror(input.listError)))
                 failed += 1
                 continue
             }
@@ -139,7 +185,7 @@ struct HashJob {
             switch await future.result {
             case .success(let digest):
                 done += 1
-                names.withName(input.name) { name in
+                input.names.withName(input.name) { name in
                     if let expected = input.expected {
                         if digest != expected { mismatched += 1 }
                         appendVerdictLine(name: name, verdict: digest == expected ? "OK" : "FAILED", to: &line)
@@ -156,11 +202,11 @@ struct HashJob {
                 return interrupted()
             }
             if let failure {
-                message(input.name, failure)
+                message(input, failure)
                 failed += 1
                 guard checking else { continue }
                 unreadable += 1
-                names.withName(input.name) { appendVerdictLine(name: $0, verdict: "FAILED open or read", to: &line) }
+                input.names.withName(input.name) { appendVerdictLine(name: $0, verdict: "FAILED open or read", to: &line) }
             }
             if let error = display.line(line) {
                 _ = display.stop()
@@ -211,10 +257,10 @@ struct HashJob {
     }
 
     /// `input` with its size, for the progress bar.
-    private static func withSize(_ input: HashInput, _ names: NameTable) -> HashInput {
+    private static func withSize(_ input: HashInput) -> HashInput {
         var info = stat()
         var sized = input
-        if names.withCString(input.name, { stat($0, &info) }) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+        if input.names.withCString(input.name, { stat($0, &info) }) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             sized.size = Int64(info.st_size)
         }
         return sized

@@ -7,8 +7,8 @@ import Darwin
 /// File names as the file system holds them: bytes, not necessarily valid UTF-8.
 ///
 /// Every name is stored once, end to end with the others in one array, and followed by a NUL, so
-/// it can be handed to `open` as it is and compared with `memcmp` (the order of `LC_ALL=C sort`).
-/// The table is built once and then only read, from any thread.
+/// it can be handed to `open` as it is. The table is built once and then only read, from any
+/// thread: one for a `--check` list, one per file found by a walk.
 final class NameTable: Sendable {
     let bytes: [UInt8]
 
@@ -53,18 +53,6 @@ struct NameTableBuilder {
         bytes.append(contentsOf: name)
         bytes.append(0)
         return Name(start: start, count: bytes.count - 1 - start)
-    }
-
-    /// Orders `names` as `LC_ALL=C sort` does: byte by byte, a name before any longer one it begins.
-    func sort<Element>(_ elements: inout [Element], by name: (Element) -> Name) {
-        bytes.withUnsafeBufferPointer { all in
-            let base = all.baseAddress!
-            elements.sort { left, right in
-                let a = name(left), b = name(right)
-                let order = memcmp(base + a.start, base + b.start, min(a.count, b.count))
-                return order != 0 ? order < 0 : a.count < b.count
-            }
-        }
     }
 }
 
