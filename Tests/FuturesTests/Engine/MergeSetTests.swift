@@ -96,6 +96,31 @@ struct MergeSetTests {
         set._checkInvariantsNow()
     }
 
+    /// A merge takes a split set's root, whose carried observers' buffer may hold the last
+    /// reference to an observer already cut off it: the buffer must go after the locks (debug
+    /// builds trap when a promise is freed under a stripe lock; here the observer holds one).
+    @Test func mergingASplitSetsRootFreesNothingUnderItsLocks() {
+        let p0 = Promise<Int>(), p1 = Promise<Int>(), p2 = Promise<Int>(), p3 = Promise<Int>()
+        let q = Promise<Int>()
+        // When q completes, this adopts p0's future, the root of the set split below, by merging.
+        let adopter = q.future.flatMap(on: .immediate) { _ in p0.future }
+        p3.future.whenComplete(on: .immediate) { _ in _ = q.succeed(0) }  // holds q, on level 3
+        #expect(p2.complete(with: p3.future))
+        p2.future.whenComplete(on: .immediate) { _ in }  // on level 2
+        #expect(p1.complete(with: p2.future))
+        for _ in 0..<3 { p1.future.whenComplete(on: .immediate) { _ in } }  // on level 1
+        #expect(p0.complete(with: p1.future))
+        let c2 = p2.future.map(on: .immediate) { $0 }  // a consumer on level 2 splits the set
+        let c3 = p3.future.map(on: .immediate) { $0 }  // and one on level 3 splits the part split off
+        // Completed inside a running drain loop, so that the completion's work is released before
+        // the callbacks run.
+        let starter = Promise<Int>()
+        starter.future.whenComplete(on: .immediate) { _ in _ = p3.succeed(7) }
+        #expect(starter.succeed(0))
+        #expect(adopter.outcome?.value == 7 && c2.outcome?.value == 7 && c3.outcome?.value == 7)
+        #expect(p0.future.outcome?.value == 7)
+    }
+
     #if DEBUG
     @Test func debugBuildsTrapOnAnObserverAtNoLevelOfItsSet() async {
         await #expect(processExitsWith: .failure) {
