@@ -12,8 +12,8 @@ struct MergeSet<Value: Sendable> {
     /// The depth of the deepest future merged into this one (0: none).
     @usableFromInline var depth: Int32 = 0
     /// The producers' `onCancel` handlers, each with the depth of the future whose producer added
-    /// it, in the order they were added.
-    @usableFromInline var cancelHandlers: [CancelHandler] = []
+    /// it, in order of depth (each depth's in the order they were added).
+    @usableFromInline var cancelHandlers = CancelHandlers()
     /// Observers (callbacks nobody takes off again: `whenFailure` and the like) that were
     /// registered on futures before they were merged into this one, each with the depth of its
     /// future, in order of depth. A future whose only registrants are such observers still merges,
@@ -50,7 +50,8 @@ struct MergeSet<Value: Sendable> {
         precondition(forward == nil, "merged into a split set")
         assert(depth == self.depth + 1, "a merge below the next level of the set")
         if let target {
-            for handler in target.merge.cancelHandlers { cancelHandlers.append(CancelHandler(depth: handler.depth + depth, run: handler.run)) }
+            // Moved, not copied, whichever side is longer (see ``CancelHandlers/absorb(_:shiftedBy:)``).
+            cancelHandlers.absorb(&target.merge.cancelHandlers, shiftedBy: depth)
             if let targetForward = target.merge.forward { forward = MergeForwards(shifting: targetForward, by: depth) }
         }
         if !callbacks.isEmpty || target?.merge.observers != nil {
@@ -74,15 +75,7 @@ struct MergeSet<Value: Sendable> {
     mutating func split(at depth: Int32, key: RegistrationKey, own: inout CallbackList<Value>) -> MergeSet<Value> {
         precondition(depth > 0 && depth <= self.depth, "split below the deepest level of a set")
         var below = MergeSet<Value>()
-        var kept: [CancelHandler] = []
-        for handler in cancelHandlers {
-            if handler.depth >= depth {
-                below.cancelHandlers.append(CancelHandler(depth: handler.depth - depth, run: handler.run))
-            } else {
-                kept.append(handler)
-            }
-        }
-        cancelHandlers = kept
+        below.cancelHandlers = cancelHandlers.cut(at: depth)
         if observers != nil {
             var cut = observers!.cut(at: depth)
             for entry in cut.takeDepthZero() { own.append(entry) }
@@ -115,8 +108,9 @@ struct MergeSet<Value: Sendable> {
     @usableFromInline
     func _checkInvariantsNow() {
         precondition(depth >= 0, "a merge set deeper than Int32")
-        if cancelHandlers.count <= 64 {
-            for handler in cancelHandlers { precondition(handler.depth >= 0 && handler.depth <= depth, "a cancel handler at no level of its set") }
+        cancelHandlers._checkInvariants()
+        if let first = cancelHandlers.first, let last = cancelHandlers.last {
+            precondition(first.depth >= 0 && last.depth <= depth, "a cancel handler at no level of its set")
         }
         if let items = observers?.items, let base = observers?.base, !items.isEmpty {
             let checked = items.count <= 64 ? items[...] : items.prefix(2) + items.suffix(2)
@@ -205,6 +199,156 @@ struct MergedObservers<Value: Sendable> {
             items = items.dropFirst()
         }
         return taken
+    }
+}
+
+/// The producers' cancellation handlers of a merge set, in order of depth (each depth's in the
+/// order they were added), each depth stored less `base`. A deque: a merge moves the longer side's
+/// buffer and copies the shorter into it, at either end, and a split copies the smaller part, so
+/// building or splitting a set level by level, in any order, costs constant amortised time per
+/// level however many handlers it holds. Nothing here releases a handler: every one removed from
+/// a buffer is in another buffer (the copies), and emptied buffers hold no handler.
+@usableFromInline
+struct CancelHandlers: Sequence {
+    /// The handlers at `buffer[head...]`; the slots before `head` hold `filler`.
+    @usableFromInline var buffer: [CancelHandler] = []
+    @usableFromInline var head = 0
+    @usableFromInline var base: Int32 = 0
+
+    @inlinable init() {}
+
+    @inlinable var isEmpty: Bool { head == buffer.count }
+    var count: Int { buffer.count - head }
+
+    /// The handler with the smallest depth, its depth absolute.
+    var first: CancelHandler? { isEmpty ? nil : absolute(buffer[head]) }
+    /// The handler with the largest depth, its depth absolute.
+    var last: CancelHandler? { isEmpty ? nil : absolute(buffer[buffer.count - 1]) }
+
+    /// What fills the slots before the head (a closure that captures nothing: no allocation).
+    static var filler: CancelHandler { CancelHandler(depth: 0, run: {}) }
+
+    @inlinable func absolute(_ handler: CancelHandler) -> CancelHandler {
+        CancelHandler(depth: handler.depth + base, run: handler.run)
+    }
+
+    @usableFromInline
+    struct Iterator: IteratorProtocol {
+        @usableFromInline let handlers: CancelHandlers
+        @usableFromInline var index: Int
+
+        @inlinable init(handlers: CancelHandlers, index: Int) {
+            self.handlers = handlers
+            self.index = index
+        }
+
+        @inlinable mutating func next() -> CancelHandler? {
+            guard index < handlers.buffer.count else { return nil }
+            defer { index += 1 }
+            return handlers.absolute(handlers.buffer[index])
+        }
+    }
+
+    /// The handlers in order, their depths absolute.
+    @inlinable func makeIterator() -> Iterator { Iterator(handlers: self, index: head) }
+
+    /// Adds a handler at `depth`, after those of its depth (and before the deeper ones).
+    @usableFromInline
+    mutating func add(depth: Int32, run: @escaping @Sendable () -> Void) {
+        let stored = CancelHandler(depth: depth - base, run: run)
+        if isEmpty || buffer[buffer.count - 1].depth <= stored.depth {
+            buffer.append(stored)
+            return
+        }
+        // The first handler deeper than `depth` (a producer of a shallower level added one after
+        // its level merged: rare).
+        var low = head, high = buffer.count - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if buffer[middle].depth > stored.depth { high = middle } else { low = middle + 1 }
+        }
+        buffer.insert(stored, at: low)
+    }
+
+    /// Takes in `other`'s handlers, `shift` deeper than they were there (each deeper than every
+    /// handler here), and leaves `other` empty: the longer side's buffer is kept and the shorter
+    /// side's handlers are copied into it, at its end or before its head.
+    @inline(__always)
+    mutating func absorb(_ other: inout CancelHandlers, shiftedBy shift: Int32) {
+        if other.isEmpty { return }
+        if other.count <= count {
+            // (No `reserveCapacity`: reserving the exact count would reallocate at every merge.)
+            for handler in other { buffer.append(CancelHandler(depth: handler.depth + shift - base, run: handler.run)) }
+            other = CancelHandlers()
+            return
+        }
+        // The other side is longer: its buffer becomes this one's, these go before its head.
+        var taken = CancelHandlers()
+        swap(&taken, &other)
+        taken.base += shift
+        taken.prepend(self)
+        self = taken
+    }
+
+    /// Puts `front`'s handlers (each shallower than every handler here) before the head, making
+    /// room at the front (as much again as the list holds) when there is not enough.
+    mutating func prepend(_ front: CancelHandlers) {
+        let needed = front.count
+        if needed == 0 { return }
+        if head < needed {
+            let room = needed + count
+            var grown: [CancelHandler] = []
+            grown.reserveCapacity(room + count)
+            for _ in 0..<room { grown.append(Self.filler) }
+            grown.append(contentsOf: buffer[head...])
+            buffer = grown
+            head = room
+        }
+        var index = head - needed
+        for handler in front {
+            buffer[index] = CancelHandler(depth: handler.depth - base, run: handler.run)
+            index += 1
+        }
+        head -= needed
+    }
+
+    /// Takes off the handlers of the depths from `depth` down and returns them, their depths
+    /// counted from `depth`; copies only the smaller part.
+    mutating func cut(at depth: Int32) -> CancelHandlers {
+        var low = head, high = buffer.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if buffer[middle].depth + base >= depth { high = middle } else { low = middle + 1 }
+        }
+        var below = CancelHandlers()
+        if low == buffer.count { return below }
+        if low - head < buffer.count - low {
+            // The part above is the smaller: it is copied, and the buffer goes below.
+            var above = CancelHandlers()
+            above.base = base
+            above.buffer.reserveCapacity(low - head)
+            above.buffer.append(contentsOf: buffer[head..<low])
+            for index in head..<low { buffer[index] = Self.filler }
+            below.buffer = buffer
+            below.head = low
+            below.base = base - depth
+            self = above
+        } else {
+            below.base = base - depth
+            below.buffer.append(contentsOf: buffer[low...])
+            buffer.removeSubrange(low...)
+        }
+        return below
+    }
+
+    /// In debug builds, traps unless the depths are in order (only the ends past 64 handlers).
+    func _checkInvariants() {
+        #if DEBUG
+        precondition(head >= 0 && head <= buffer.count, "a handler list's head outside its buffer")
+        let live = buffer[head...]
+        let checked = live.count <= 64 ? live : live.prefix(2) + live.suffix(2)
+        precondition(zip(checked, checked.dropFirst()).allSatisfy { $0.depth <= $1.depth }, "cancel handlers out of the order of their levels")
+        #endif
     }
 }
 

@@ -95,7 +95,7 @@ extension FutureStorage {
         case .drop: return .drop
         case .runNow: return .runNow
         case .store:
-            ensureExtras.merge.cancelHandlers.append(CancelHandler(depth: depth, run: handler))
+            ensureExtras.merge.cancelHandlers.add(depth: depth, run: handler)
             return .stored
         }
     }

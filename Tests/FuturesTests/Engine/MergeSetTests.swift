@@ -11,8 +11,8 @@ struct MergeSetTests {
         func entry(_ name: String) -> CallbackEntry<Int> {
             .success { _ in self.names.withLock { $0.append(name) } }
         }
-        func handler(_ name: String, depth: Int32) -> CancelHandler {
-            CancelHandler(depth: depth) { self.names.withLock { $0.append(name) } }
+        func handler(_ name: String) -> @Sendable () -> Void {
+            { self.names.withLock { $0.append(name) } }
         }
         func take() -> [String] { names.withLock { names in defer { names = [] }; return names } }
     }
@@ -24,7 +24,7 @@ struct MergeSetTests {
         let owner = Owner()
         var root = MergeSet<Int>()
         let target = Extras<Int>()
-        target.merge.cancelHandlers.append(log.handler("target's producer", depth: 0))
+        target.merge.cancelHandlers.add(depth: 0, run: log.handler("target's producer"))
         var callbacks = CallbackList<Int>()
         callbacks.append(log.entry("first"))
         callbacks.append(log.entry("second"))
@@ -56,7 +56,7 @@ struct MergeSetTests {
         // Four levels merged one by one from the top, each with a handler and an observer.
         for level: Int32 in 1...4 {
             let target = Extras<Int>()
-            target.merge.cancelHandlers.append(log.handler("handler \(level)", depth: 0))
+            target.merge.cancelHandlers.add(depth: 0, run: log.handler("handler \(level)"))
             var callbacks = CallbackList<Int>()
             callbacks.append(log.entry("observer \(level)"))
             set.absorb(target, callbacks: &callbacks, at: level, key: RegistrationKey(owner))
@@ -119,6 +119,72 @@ struct MergeSetTests {
         #expect(starter.succeed(0))
         #expect(adopter.outcome?.value == 7 && c2.outcome?.value == 7 && c3.outcome?.value == 7)
         #expect(p0.future.outcome?.value == 7)
+    }
+
+    /// The address of a handler list's buffer: it changes only when the buffer is reallocated.
+    static func address(_ handlers: CancelHandlers) -> UnsafeRawPointer? {
+        handlers.buffer.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+    }
+
+    @Test func handlersKeepTheOrderOfTheirLevels() {
+        var handlers = CancelHandlers()
+        handlers.add(depth: 2) {}
+        handlers.add(depth: 5) {}
+        handlers.add(depth: 3) {}  // a shallower producer adds one later: it goes between
+        handlers.add(depth: 2) {}
+        #expect(handlers.map(\.depth) == [2, 2, 3, 5])
+        var deeper = CancelHandlers()
+        deeper.add(depth: 0) {}
+        deeper.add(depth: 1) {}
+        handlers.absorb(&deeper, shiftedBy: 6)
+        #expect(handlers.map(\.depth) == [2, 2, 3, 5, 6, 7] && deeper.isEmpty)
+        var longer = CancelHandlers()
+        for depth: Int32 in 0..<10 { longer.add(depth: depth) {} }
+        var shallow = CancelHandlers()
+        shallow.add(depth: 0) {}
+        shallow.absorb(&longer, shiftedBy: 1)  // the longer side's buffer is kept, this one prepended
+        #expect(shallow.map(\.depth) == Array(0...10))
+        let below = shallow.cut(at: 4)
+        #expect(shallow.map(\.depth) == [0, 1, 2, 3] && below.map(\.depth) == Array(0...6))
+        shallow._checkInvariants()
+        below._checkInvariants()
+    }
+
+    /// A chain whose every level has a cancel handler, built from the bottom up (each new level
+    /// merges the set made so far) or from the top down, then split level by level: the longer
+    /// side's buffer is kept at each step, so it is reallocated a logarithmic number of times,
+    /// not once per level (which made both quadratic in the number of levels).
+    @Test(arguments: [false, true])
+    func handlersMoveInConstantAmortisedTimePerLevel(bottomUp: Bool) {
+        let levels = 20_000
+        var set = CancelHandlers()
+        set.add(depth: 0) {}
+        var reallocations = 0
+        for level in 1..<levels {
+            let before = Self.address(set)
+            if bottomUp {
+                var top = CancelHandlers()
+                top.add(depth: 0) {}
+                top.absorb(&set, shiftedBy: 1)
+                set = top
+            } else {
+                var next = CancelHandlers()
+                next.add(depth: 0) {}
+                set.absorb(&next, shiftedBy: Int32(level))
+            }
+            if Self.address(set) != before { reallocations += 1 }
+        }
+        #expect(set.count == levels && set.map(\.depth) == (0..<Int32(levels)).map { $0 })
+        #expect(reallocations <= 40, "\(reallocations) reallocations for \(levels) levels")
+        // Splits level by level from the top: each keeps the longer part's buffer (the last, of
+        // two handlers, copies one).
+        var moves = 0
+        for _ in 1..<levels {
+            let before = Self.address(set)
+            set = set.cut(at: 1)
+            if Self.address(set) != before { moves += 1 }
+        }
+        #expect(set.count == 1 && moves <= 2, "\(moves) moves")
     }
 
     #if DEBUG
