@@ -109,6 +109,27 @@ struct Boom: Error {}
         #expect(span.errors.isEmpty)
     }
 
+    /// A future that can never complete drops its callback at once: the span ends then, marked
+    /// abandoned, instead of staying open for ever.
+    @Test func aSpanAroundANeverCompletingFutureEndsMarkedAbandoned() throws {
+        let (trace, future) = traced { _ in Future<Int>.withSpan("never") { _ in .never } }
+        #expect(future.isPending)
+        let span = try #require(trace.finished("never"))
+        #expect(span.attributes["future.abandoned"]?.toSpanAttribute() == .bool(true))
+        #expect(!trace.isActive("never"))
+    }
+
+    /// One rooted in `never` keeps its callback while it lives, and ends the span when it is freed.
+    @Test func aSpanAroundAFutureRootedInNeverEndsWhenTheFutureIsFreed() throws {
+        let (trace, _) = traced { trace in
+            let mapped = Future.withSpan("rooted in never") { _ in Future<Int>.never.map(on: .immediate) { $0 } }
+            #expect(trace.isActive("rooted in never"))
+            return mapped.isPending
+        }
+        let span = try #require(trace.finished("rooted in never"))
+        #expect(span.attributes["future.abandoned"]?.toSpanAttribute() == .bool(true))
+    }
+
     @Test func cancellingATracedChainEndsEverySpanInItMarkedCancelled() throws {
         let promise = Promise<Int>()
         let (trace, chain) = traced { _ in
