@@ -22,7 +22,9 @@ extension Future {
     /// callback, with the attribute `future.abandoned` set to `true`.
     ///
     /// The span observes the future and does not consume it: the result is the future `body`
-    /// returned, and cancelling it is the same as cancelling that future.
+    /// returned, and cancelling it is the same as cancelling that future. Nor does it start it: a
+    /// `Future.deferred` stays deferred until something else needs it (one that never starts ends
+    /// the span, marked `future.abandoned`, when it is released).
     ///
     /// - Parameters:
     ///   - operationName: the span's name.
@@ -49,7 +51,8 @@ extension Future {
             future = Future(error: error)
         }
         let ending = SpanEnding(span)
-        future.whenComplete(on: .immediate) { outcome in ending.end(with: outcome) }
+        // An observer that does not start a deferred future: the span waits for a real consumer.
+        future.whenCompleteWithoutStarting { outcome in ending.end(with: outcome) }
         return future
     }
 }
