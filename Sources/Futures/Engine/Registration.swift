@@ -33,6 +33,7 @@ extension FutureStorage {
     /// records this future as its upstream before the callback can run. The one way an operator
     /// derives a future; the callback completes `derived` with ``complete(_:from:)``,
     /// ``finish(_:origin:)`` or ``adopt(_:from:)``.
+    ///
     /// With `carryingContext: false`, the callback carries no context: it runs no user code, or its
     /// user code carries its own (a step on an executor, which restores it in the job).
     @inlinable

@@ -442,6 +442,25 @@ private final class Sightings: Sendable {
         #expect(end.outcome?.value == links)
     }
 
+    @Test func aCachesOwnRegistrationsCaptureNoContext() async {
+        await #expect(processExitsWith: .success) {
+            FutureContext.bootstrap(CountingCarrier.self)
+            let cache = FutureCache<Int, Int>()
+            let fetch = Promise<Int>()
+            CountingCarrier.$tag.withValue("caller") {
+                // The fetch's registrations, made under the cache's lock, capture nothing (a
+                // carrier's `capture()` is user code); the caller's own callback captures once.
+                cache.value(for: 1) { fetch.future }.whenSuccess(on: .immediate) { _ in CountingCarrier.check("caller") }
+                _ = cache.value(for: 1) { Future(value: 2) }
+            }
+            fetch.succeed(1)
+            let counts = CountingCarrier.counts.withLock { $0 }
+            guard counts == CountingCarrier.Counts(captures: 1, restores: 1, withoutValue: 0),
+                !CountingCarrier.mismatch.withLock({ $0 })
+            else { exit(3) }
+        }
+    }
+
     @Test func aSecondBootstrapTraps() async {
         await #expect(processExitsWith: .success) {
             FutureContext.bootstrap(TestContextCarrier.self)
