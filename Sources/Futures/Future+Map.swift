@@ -139,7 +139,7 @@ extension Future {
             derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress, adopts: adopts)
             // The context is captured once, here, and restored where `body` runs: in the job, not
             // around the hand-off (see ``FutureContext``).
-            let body = FutureContext.carrying(body)
+            let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body
             storage.register({ outcome in
                 if handles.matches(outcome) {
                     if hop.runsHere {
@@ -194,7 +194,7 @@ extension Future {
             return Future<NewValue>(storage: derived)
         case .executor:
             let derived = FutureStorage<NewValue>()
-            let transform = FutureContext.carryingThrowing(transform)  // restored in the job
+            let transform = FutureContext.isInstalled ? FutureContext.carryingThrowingInstalled(transform) : transform  // restored in the job
             storage.register({ outcome in
                 if case .success(let value) = outcome {
                     if hop.runsHere {

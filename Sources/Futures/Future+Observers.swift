@@ -24,8 +24,10 @@ extension Future {
     @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenSuccess(hop: Hop, _ body: @escaping @Sendable (Value) -> Void) {
         if case .inline = hop { return storage.registerInlineSuccess(body) }  // no wrapper to allocate
-        // On an executor, `body` restores the context in the job, not around the hand-off.
-        let body = FutureContext.carrying(body)
+        // On an executor, `body` restores the context in the job, not around the hand-off. (Checked
+        // here, so that without carriers `body` is passed through no generic function at all: its
+        // conversions would cost allocations.)
+        let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body
         storage.register({ outcome in
             if case .success(let value) = outcome { hop.runCallback(value, body) }
         }, asConsumer: false, carryingContext: false)
@@ -43,7 +45,7 @@ extension Future {
 
     @inlinable
     func whenFailure(hop: Hop, _ body: @escaping @Sendable (any Error) -> Void) {
-        let body = FutureContext.carrying(body)  // restored where it runs: in the job, on an executor
+        let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body  // restored in the job
         storage.register({ outcome in
             if case .failure(let error) = outcome { hop.runCallback(error, body) }
         }, asConsumer: false, carryingContext: false)
@@ -61,7 +63,7 @@ extension Future {
 
     @inlinable
     func whenCancelled(hop: Hop, _ body: @escaping @Sendable () -> Void) {
-        let body = FutureContext.carrying(body)  // restored where it runs: in the job, on an executor
+        let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body  // restored in the job
         storage.register({ outcome in
             guard case .cancelled = outcome else { return }
             hop.runCallback(body)
@@ -86,7 +88,7 @@ extension Future {
     @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenComplete(hop: Hop, _ body: @escaping @Sendable (Outcome<Value>) -> Void) {
         if case .inline = hop { return storage.register(body, asConsumer: false) }  // no wrapper
-        let body = FutureContext.carrying(body)  // restored where it runs: in the job, on an executor
+        let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body  // restored in the job
         storage.register({ outcome in hop.runCallback(outcome, body) }, asConsumer: false, carryingContext: false)
     }
 }

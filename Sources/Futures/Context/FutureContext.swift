@@ -143,17 +143,25 @@ public enum FutureContext {
 
     /// `work`, made to run with the context current now (`work` itself if there is none).
     @inlinable
-    static func carrying<Argument, Result>(_ work: @escaping @Sendable (Argument) -> Result) -> @Sendable (Argument) -> Result {
+    static func carrying<Argument>(_ work: @escaping @Sendable (Argument) -> Void) -> @Sendable (Argument) -> Void {
         if _fastPath(!isInstalled) { return work }
         return carryingInstalled(work)
     }
 
     @usableFromInline @inline(never)
-    static func carryingInstalled<Argument, Result>(
-        _ work: @escaping @Sendable (Argument) -> Result
-    ) -> @Sendable (Argument) -> Result {
+    static func carryingInstalled<Argument>(_ work: @escaping @Sendable (Argument) -> Void) -> @Sendable (Argument) -> Void {
         guard let context = captureInstalled() else { return work }
         return { argument in context.restore { work(argument) } }
+    }
+
+    /// A derived future's step, `work`, made to run with the context current now; for callers
+    /// that check ``isInstalled`` first (so that without carriers the step is not converted at all).
+    @usableFromInline @inline(never)
+    static func carryingInstalled<Source, NewValue>(
+        _ work: @escaping @Sendable (Outcome<Source>) -> Continuation<NewValue>
+    ) -> @Sendable (Outcome<Source>) -> Continuation<NewValue> {
+        guard let context = captureInstalled() else { return work }
+        return { outcome in context.restore { work(outcome) } }
     }
 
     /// `work`, made to run with the context current now (`work` itself if there is none).
