@@ -137,6 +137,9 @@ extension Future {
         case .executor:
             let derived = FutureStorage<NewValue>()
             derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress, adopts: adopts)
+            // The context is captured once, here, and restored where `body` runs: in the job, not
+            // around the hand-off (see ``FutureContext``).
+            let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body
             storage.register({ outcome in
                 if handles.matches(outcome) {
                     if hop.runsHere {
@@ -144,7 +147,7 @@ extension Future {
                         if guarded, !derived.isPendingFor(derived) { return }
                         derived.settle(body(outcome))
                     } else {
-                        hop.run({
+                        hop.handOff({
                             if guarded, !derived.isPendingFor(derived) { return }
                             let continuation = body(outcome)
                             Drain.completingInJob { derived.settle(continuation) }
@@ -153,7 +156,7 @@ extension Future {
                 } else {
                     derived.settle(body(outcome))
                 }
-            }, derived: derived)
+            }, derived: derived, carryingContext: false)
             return Future<NewValue>(storage: derived)
         }
     }
@@ -191,12 +194,13 @@ extension Future {
             return Future<NewValue>(storage: derived)
         case .executor:
             let derived = FutureStorage<NewValue>()
+            let transform = FutureContext.isInstalled ? FutureContext.carryingThrowingInstalled(transform) : transform  // restored in the job
             storage.register({ outcome in
                 if case .success(let value) = outcome {
                     if hop.runsHere {
                         _ = derived.finish(Outcome { try transform(value) }, origin: derived)  // in the running job: no job to allocate
                     } else {
-                        hop.run({
+                        hop.handOff({
                             let result = Outcome { try transform(value) }
                             Drain.completingInJob { _ = derived.finish(result, origin: derived) }
                         }, failingIfDropped: derived)
@@ -204,7 +208,7 @@ extension Future {
                 } else {
                     _ = derived.finish(outcome.then(transform), origin: derived)  // passes through, inline
                 }
-            }, derived: derived)
+            }, derived: derived, carryingContext: false)
             return Future<NewValue>(storage: derived)
         }
     }

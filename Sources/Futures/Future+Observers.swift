@@ -1,9 +1,10 @@
 extension Hop {
     /// Runs a callback's `body(argument)` here or on the executor (see ``runsHere``; no allocation
-    /// when it runs here).
+    /// when it runs here). `body` carries its registration's context itself: the hand-off captures
+    /// none.
     @inlinable
     func runCallback<Argument: Sendable>(_ argument: Argument, _ body: @escaping @Sendable (Argument) -> Void) {
-        if runsHere { body(argument) } else { run { body(argument) } }
+        if runsHere { body(argument) } else { handOff { body(argument) } }
     }
 }
 
@@ -23,9 +24,13 @@ extension Future {
     @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenSuccess(hop: Hop, _ body: @escaping @Sendable (Value) -> Void) {
         if case .inline = hop { return storage.registerInlineSuccess(body) }  // no wrapper to allocate
+        // On an executor, `body` restores the context in the job, not around the hand-off. (Checked
+        // here, so that without carriers `body` is passed through no generic function at all: its
+        // conversions would cost allocations.)
+        let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body
         storage.register({ outcome in
             if case .success(let value) = outcome { hop.runCallback(value, body) }
-        }, asConsumer: false)
+        }, asConsumer: false, carryingContext: false)
     }
 
     /// Runs `body` with the error if the future fails (not if it is cancelled).
@@ -40,9 +45,10 @@ extension Future {
 
     @inlinable
     func whenFailure(hop: Hop, _ body: @escaping @Sendable (any Error) -> Void) {
+        let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body  // restored in the job
         storage.register({ outcome in
             if case .failure(let error) = outcome { hop.runCallback(error, body) }
-        }, asConsumer: false)
+        }, asConsumer: false, carryingContext: false)
     }
 
     /// Runs `body` if the future is cancelled.
@@ -57,10 +63,11 @@ extension Future {
 
     @inlinable
     func whenCancelled(hop: Hop, _ body: @escaping @Sendable () -> Void) {
+        let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body  // restored in the job
         storage.register({ outcome in
             guard case .cancelled = outcome else { return }
             hop.runCallback(body)
-        }, asConsumer: false)
+        }, asConsumer: false, carryingContext: false)
     }
 
     /// Runs `body` with the outcome, whatever it is: the place for cleanup that must always happen.
@@ -81,6 +88,7 @@ extension Future {
     @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenComplete(hop: Hop, _ body: @escaping @Sendable (Outcome<Value>) -> Void) {
         if case .inline = hop { return storage.register(body, asConsumer: false) }  // no wrapper
-        storage.register({ outcome in hop.runCallback(outcome, body) }, asConsumer: false)
+        let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body  // restored in the job
+        storage.register({ outcome in hop.runCallback(outcome, body) }, asConsumer: false, carryingContext: false)
     }
 }

@@ -40,6 +40,12 @@ public enum FuturesTracing {
         public func restore<R>(_ body: () throws -> R) rethrows -> R {
             try ServiceContext.withValue(context, operation: body)
         }
+
+        /// Runs `body` with no `ServiceContext.current`: a callback registered outside any context
+        /// starts root spans, not children of the span current where it runs.
+        public static func withoutValue<R>(_ body: () throws -> R) rethrows -> R {
+            try ServiceContext.withValue(nil, operation: body)
+        }
     }
 }
 #endif

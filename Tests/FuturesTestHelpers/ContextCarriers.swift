@@ -23,6 +23,10 @@ public struct TestContextCarrier: FutureContextCarrier {
     public func restore<R>(_ body: () throws -> R) rethrows -> R {
         try TestContext.$label.withValue(label, operation: body)
     }
+
+    public static func withoutValue<R>(_ body: () throws -> R) rethrows -> R {
+        try TestContext.$label.withValue(nil, operation: body)
+    }
 }
 
 /// Carries ``TestContext/number``: a second carrier, so that the tests see several restored.
@@ -35,6 +39,10 @@ public struct SecondTestContextCarrier: FutureContextCarrier {
 
     public func restore<R>(_ body: () throws -> R) rethrows -> R {
         try TestContext.$number.withValue(number, operation: body)
+    }
+
+    public static func withoutValue<R>(_ body: () throws -> R) rethrows -> R {
+        try TestContext.$number.withValue(nil, operation: body)
     }
 }
 

@@ -109,6 +109,82 @@ struct Boom: Error {}
         #expect(span.errors.isEmpty)
     }
 
+    /// A future that can never complete drops its callback at once: the span ends then, marked
+    /// abandoned, instead of staying open for ever.
+    @Test func aSpanAroundANeverCompletingFutureEndsMarkedAbandoned() throws {
+        let (trace, future) = traced { _ in Future<Int>.withSpan("never") { _ in .never } }
+        #expect(future.isPending)
+        let span = try #require(trace.finished("never"))
+        #expect(span.attributes["future.abandoned"]?.toSpanAttribute() == .bool(true))
+        #expect(!trace.isActive("never"))
+    }
+
+    /// One rooted in `never` keeps its callback while it lives, and ends the span when it is freed.
+    @Test func aSpanAroundAFutureRootedInNeverEndsWhenTheFutureIsFreed() throws {
+        let (trace, _) = traced { trace in
+            let mapped = Future.withSpan("rooted in never") { _ in Future<Int>.never.map(on: .immediate) { $0 } }
+            #expect(trace.isActive("rooted in never"))
+            return mapped.isPending
+        }
+        let span = try #require(trace.finished("rooted in never"))
+        #expect(span.attributes["future.abandoned"]?.toSpanAttribute() == .bool(true))
+    }
+
+    @Test func aSpanDoesNotStartADeferredFutureAndEndsWhenAConsumerHasRunIt() throws {
+        let starts = Locked(0)
+        let (trace, future) = traced { _ in
+            Future<Int>.withSpan("deferred") { _ in
+                Future.deferred {
+                    starts.set(starts.get() + 1)
+                    return Future(value: 1)
+                }
+            }
+        }
+        #expect(starts.get() == 0, "the span is not a consumer: the work waits for one")
+        #expect(trace.isActive("deferred"))
+        #expect(future.map(on: .immediate) { $0 + 1 }.outcome?.value == 2)
+        #expect(starts.get() == 1)
+        let span = try #require(trace.finished("deferred"))
+        #expect(span.attributes["future.abandoned"] == nil)
+    }
+
+    @Test func aSpanAroundADeferredFutureNobodyStartedEndsMarkedAbandonedWhenItIsFreed() throws {
+        let starts = Locked(0)
+        let (trace, _) = traced { trace in
+            let future = Future<Int>.withSpan("never started") { _ in
+                Future.deferred {
+                    starts.set(starts.get() + 1)
+                    return Future(value: 1)
+                }
+            }
+            #expect(trace.isActive("never started"))
+            return future.isPending
+        }
+        #expect(starts.get() == 0)
+        let span = try #require(trace.finished("never started"))
+        #expect(span.attributes["future.abandoned"]?.toSpanAttribute() == .bool(true))
+    }
+
+    @Test func aCallbackRegisteredOutsideAnySpanIsNotAChildOfTheSpanThatCompletesItsFuture() throws {
+        let executor = ManualExecutor()
+        let promise = Promise<Int>()
+        let seen = Locked<[InMemorySpanContext?]>([])
+        ServiceContext.withValue(nil) {
+            promise.future.whenSuccess(on: executor) { _ in seen.set(seen.get() + [currentSpan]) }
+            promise.future.whenSuccess(on: .immediate) { _ in seen.set(seen.get() + [currentSpan]) }
+        }
+        let (trace, _) = traced { _ in
+            Future<Int>.withSpan("completer") { _ in
+                promise.succeed(1)
+                return Future(value: 1)
+            }
+        }
+        _ = traced { _ in Future<Int>.withSpan("runner") { _ in Future(value: executor.runAll()) } }
+        #expect(trace.finished("completer") != nil)
+        #expect(seen.get().count == 2)
+        #expect(seen.get().allSatisfy { $0 == nil }, "\(seen.get())")
+    }
+
     @Test func cancellingATracedChainEndsEverySpanInItMarkedCancelled() throws {
         let promise = Promise<Int>()
         let (trace, chain) = traced { _ in

@@ -22,6 +22,10 @@ struct TaskLocalCarrier: FutureContextCarrier {
     func restore<R>(_ body: () throws -> R) rethrows -> R {
         try BenchmarkContext.$value.withValue(value, operation: body)
     }
+
+    static func withoutValue<R>(_ body: () throws -> R) rethrows -> R {
+        try BenchmarkContext.$value.withValue(nil, operation: body)
+    }
 }
 
 /// Always captures, restores nothing: the library's own cost of carrying a value.
@@ -29,6 +33,8 @@ struct TrivialCarrier: FutureContextCarrier {
     static func capture() -> TrivialCarrier? { TrivialCarrier() }
 
     func restore<R>(_ body: () throws -> R) rethrows -> R { try body() }
+
+    static func withoutValue<R>(_ body: () throws -> R) rethrows -> R { try body() }
 }
 
 let taskLocalCarrierInstalled: Void = FutureContext.bootstrap(TaskLocalCarrier.self)

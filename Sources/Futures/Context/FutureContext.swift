@@ -8,7 +8,8 @@ import Synchronization
 /// A callback runs later, often on another thread, where the task-local values of the code that
 /// registered it are gone. Install a carrier once, at start-up, with
 /// ``FutureContext/bootstrap(_:)``: every registration then calls ``capture()``, and whatever thread
-/// runs the callback runs it inside ``restore(_:)`` of the captured value.
+/// runs the callback runs it inside ``restore(_:)`` of the captured value, or, if there was none,
+/// inside ``withoutValue(_:)``.
 ///
 /// ```swift
 /// enum RequestID {
@@ -25,23 +26,34 @@ import Synchronization
 ///     func restore<R>(_ body: () throws -> R) rethrows -> R {
 ///         try RequestID.$current.withValue(id, operation: body)
 ///     }
+///
+///     static func withoutValue<R>(_ body: () throws -> R) rethrows -> R {
+///         try RequestID.$current.withValue(nil, operation: body)
+///     }
 /// }
 /// ```
 ///
-/// Both are called often, outside the library's locks: keep them short, and never block or
+/// All three are called often, outside the library's locks: keep them short, and never block or
 /// register on a future inside them.
 public protocol FutureContextCarrier: Sendable {
     /// The value current now, or `nil` when there is none.
     ///
-    /// Called where a callback is registered (a `map`, a `whenComplete`, a join, the work of
-    /// `Future(on:)` handed to its executor, ...). With `nil`, the callback runs with whatever is
-    /// current where it runs.
+    /// Called once where a callback is registered (a `map`, a `whenComplete`, a join, the work of
+    /// `Future(on:)` handed to its executor, ...). With `nil`, the callback runs inside
+    /// ``withoutValue(_:)``: with no value, not with whatever the thread that completes the future
+    /// or runs the callback has current.
     static func capture() -> Self?
 
     /// Runs `body` with this value current, so that ``capture()`` inside `body` returns it.
     ///
     /// Called around the callback, on the thread that runs it, once per run.
     func restore<R>(_ body: () throws -> R) rethrows -> R
+
+    /// Runs `body` with no value current, so that ``capture()`` inside `body` returns `nil`.
+    ///
+    /// Called around a callback whose registration captured no value of this carrier, on the
+    /// thread that runs it, once per run.
+    static func withoutValue<R>(_ body: () throws -> R) rethrows -> R
 }
 
 /// Carries values such as a task-local request or tracing context into futures' callbacks.
@@ -56,19 +68,23 @@ public protocol FutureContextCarrier: Sendable {
 /// }
 /// ```
 ///
-/// A value captured when a callback is registered is current while that callback runs, on
-/// whatever executor runs it: transforms (`map`, `flatMap`, `recover`, ...), observers
+/// The context captured when a callback is registered is current while that callback runs, on
+/// whatever executor runs it, and so is its absence: a callback registered where no carrier has a
+/// value runs with none, not with the context of the thread that completes the future or runs the
+/// callback. It is captured once, at the registration, and restored once, around the callback: transforms (`map`, `flatMap`, `recover`, ...), observers
 /// (`whenComplete`, `whenSuccess`, `whenProgress`, ...), callbacks on joins, timeouts and retries,
 /// a promise's and a token's `onCancel`, the work of `Future(on:)` and `Future.deferred`, the
-/// operations of a `FutureQueue` (each with the context of the `add` that queued it), and the
-/// callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
+/// operations of a `FutureQueue` (each with the context of the `add` that queued it), the work of a
+/// `FutureOperation` (with the context where it was made, so for `OperationQueue.addFuture` that
+/// of the call), and the callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
 /// values of the call that made it, as every `Task` does.
 ///
 /// Without a carrier installed, a registration pays one relaxed atomic load, and nothing else (on
-/// Apple systems, whose `Synchronization.Atomic` needs macOS 15 and iOS 18, a lock). With one
-/// installed, a registration where no carrier captures a value costs a call to each
-/// carrier's ``FutureContextCarrier/capture()``; one that captures a value also wraps the callback
-/// (one allocation).
+/// Apple systems an uncontended lock instead, on every OS version: `Synchronization.Atomic` is newer
+/// than the package's deployment targets). With carriers installed, a
+/// registration calls each carrier's ``FutureContextCarrier/capture()`` once and wraps the callback
+/// (one allocation), whether or not a value was captured: the wrapper restores the values, or
+/// their absence.
 public enum FutureContext {
     /// Installs the carriers whose values follow callbacks, for the whole process.
     ///
@@ -89,7 +105,7 @@ public enum FutureContext {
         precondition(installed, "FutureContext.bootstrap may only be called once")
     }
 
-    /// Whether carriers are installed: one relaxed atomic load.
+    /// Whether carriers are installed: one relaxed atomic load (a lock on Apple systems).
     @inlinable @inline(__always)
     static var isInstalled: Bool {
         #if !canImport(Darwin)
@@ -99,8 +115,8 @@ public enum FutureContext {
         #endif
     }
 
-    /// The values the installed carriers capture now, or `nil` if none of them has one (or none is
-    /// installed).
+    /// The context the installed carriers capture now (their values, or their absence), or `nil` if
+    /// none is installed.
     @inlinable
     static func capture() -> CapturedContext? {
         if _fastPath(!isInstalled) { return nil }
@@ -138,6 +154,46 @@ public enum FutureContext {
         return { argument in context.restore { work(argument) } }
     }
 
+    /// A derived future's step, `work`, made to run with the context current now; for callers
+    /// that check ``isInstalled`` first (so that without carriers the step is not converted at all).
+    @usableFromInline @inline(never)
+    static func carryingInstalled<Source, NewValue>(
+        _ work: @escaping @Sendable (Outcome<Source>) -> Continuation<NewValue>
+    ) -> @Sendable (Outcome<Source>) -> Continuation<NewValue> {
+        guard let context = captureInstalled() else { return work }
+        return { outcome in context.restore { work(outcome) } }
+    }
+
+    /// `work`, made to run with the context current now (`work` itself if there is none).
+    @inlinable
+    static func carryingThrowing<Argument, Result>(
+        _ work: @escaping @Sendable (Argument) throws -> Result
+    ) -> @Sendable (Argument) throws -> Result {
+        if _fastPath(!isInstalled) { return work }
+        return carryingThrowingInstalled(work)
+    }
+
+    @usableFromInline @inline(never)
+    static func carryingThrowingInstalled<Argument, Result>(
+        _ work: @escaping @Sendable (Argument) throws -> Result
+    ) -> @Sendable (Argument) throws -> Result {
+        guard let context = captureInstalled() else { return work }
+        return { argument in try context.restore { try work(argument) } }
+    }
+
+    /// `work`, made to run with the context current now (`work` itself if there is none).
+    @inlinable
+    static func carryingThrowing<Result>(_ work: @escaping @Sendable () throws -> Result) -> @Sendable () throws -> Result {
+        if _fastPath(!isInstalled) { return work }
+        return carryingThrowingInstalled(work)
+    }
+
+    @usableFromInline @inline(never)
+    static func carryingThrowingInstalled<Result>(_ work: @escaping @Sendable () throws -> Result) -> @Sendable () throws -> Result {
+        guard let context = captureInstalled() else { return work }
+        return { try context.restore(work) }
+    }
+
     /// `work`, made to run with the context current now (`work` itself if there is none).
     @inlinable
     static func carrying<First, Second>(
@@ -161,8 +217,9 @@ public enum FutureContext {
 /// initial value, so that reading it needs no lazy initialisation of the global.
 @usableFromInline let installedCarriers = Atomic<UInt>(0)
 #else
-// Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: the set is read under
-// a lock there.
+// Apple platforms: `Synchronization.Atomic` needs macOS 15 and iOS 18, newer than the package's
+// deployment targets, and a global cannot be declared only where it is available, so the set is read
+// under a lock there, on every OS version.
 @usableFromInline let installedCarriers = Locked<CarrierSet?>(nil)
 #endif
 
@@ -208,45 +265,64 @@ struct CarrierSet: @unchecked Sendable {
         #endif
     }
 
-    /// What the carriers capture now.
-    func capture() -> CapturedContext? {
-        if carriers.count == 1 { return carriers[0].capture().map { CapturedContext(.one($0)) } }
-        var values: [any FutureContextCarrier] = []
+    /// What the carriers capture now: the values, or the absence of a value, of each.
+    func capture() -> CapturedContext {
+        if carriers.count == 1 {
+            guard let value = carriers[0].capture() else { return CapturedContext(.nothing(self)) }
+            return CapturedContext(.one(value))
+        }
+        var values: [(any FutureContextCarrier)?] = []
+        values.reserveCapacity(carriers.count)
+        var captured = false
         for carrier in carriers {
-            if let value = carrier.capture() { values.append(value) }
+            let value = carrier.capture()
+            captured = captured || value != nil
+            values.append(value)
         }
-        switch values.count {
-        case 0: return nil
-        case 1: return CapturedContext(.one(values[0]))
-        default: return CapturedContext(.many(values))
-        }
+        return CapturedContext(captured ? .several(values, self) : .nothing(self))
     }
 }
 
-/// The values captured at one registration, restored around its callback.
+/// The context captured at one registration, restored around its callback: each carrier's value,
+/// or its absence.
 @usableFromInline
 struct CapturedContext: Sendable {
     @usableFromInline
     enum Values: Sendable {
+        /// The value of the one installed carrier.
         case one(any FutureContextCarrier)
-        case many([any FutureContextCarrier])
+        /// No carrier had a value: each runs the callback without one.
+        case nothing(CarrierSet)
+        /// Several carriers, in the order installed, each with its value or `nil`.
+        case several([(any FutureContextCarrier)?], CarrierSet)
     }
 
     @usableFromInline let values: Values
 
     init(_ values: Values) { self.values = values }
 
-    /// Runs `body` with the captured values current.
+    /// Runs `body` with the captured context current.
     @usableFromInline
     func restore<R>(_ body: () throws -> R) rethrows -> R {
         switch values {
         case .one(let value): try value.restore(body)
-        case .many(let values): try Self.restore(values[...], body)
+        case .nothing(let set): try Self.restore(nil, set.carriers[...], body)
+        case .several(let values, let set): try Self.restore(values[...], set.carriers[...], body)
         }
     }
 
-    private static func restore<R>(_ values: ArraySlice<any FutureContextCarrier>, _ body: () throws -> R) rethrows -> R {
-        guard let first = values.first else { return try body() }
-        return try first.restore { try restore(values.dropFirst(), body) }
+    /// Restores each carrier's value, or runs it without one, nested in the order installed (the
+    /// first outermost). `values` is `nil` when no carrier had one.
+    private static func restore<R>(
+        _ values: ArraySlice<(any FutureContextCarrier)?>?,
+        _ carriers: Slice<UnsafeBufferPointer<any FutureContextCarrier.Type>>,
+        _ body: () throws -> R
+    ) rethrows -> R {
+        guard let carrier = carriers.first else { return try body() }
+        let rest = values?.dropFirst()
+        if let value = values?.first ?? nil {
+            return try value.restore { try restore(rest, carriers.dropFirst(), body) }
+        }
+        return try carrier.withoutValue { try restore(rest, carriers.dropFirst(), body) }
     }
 }

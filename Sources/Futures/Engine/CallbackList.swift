@@ -41,9 +41,9 @@ enum CallbackEntry<Value: Sendable> {
         }
     }
 
-    /// This entry, made to run with the context current now (see ``FutureContext``): itself
-    /// unless a carrier is installed (one relaxed atomic load) and captures a value. A join's member
-    /// entry is left as it is: its sink restores the join's context.
+    /// This entry, made to run with the context current now, or its absence (see
+    /// ``FutureContext``): itself unless a carrier is installed (one relaxed atomic load). A join's
+    /// member entry is left as it is: its sink restores the join's context.
     @inlinable @inline(__always)
     func carryingContext() -> CallbackEntry {
         if _fastPath(!FutureContext.isInstalled) { return self }

@@ -26,15 +26,25 @@ enum Hop: Sendable {
         }
     }
 
-    /// Runs `work` inline or on the executor: for work started by a call (`Future(on:)`, progress),
-    /// which must never run inside that call unless `.immediate`. On the executor, `work` runs with
-    /// the context current now (see ``FutureContext``).
+    /// Runs `work` inline or on the executor: for work started by a call (`Future(on:)`), which
+    /// must never run inside that call unless `.immediate`. On the executor, `work` runs with the
+    /// context current now, the call's (see ``FutureContext``).
     @inlinable
     func run(_ work: @escaping @Sendable () -> Void) {
         switch self {
         case .inline: work()
+        case .executor: handOff(FutureContext.carrying(work))
+        }
+    }
+
+    /// Runs `work` inline or on the executor, as it is: for a callback's job, whose user code
+    /// carries the context of its registration itself (captured once, when it was registered), so
+    /// that the hand-off captures nothing (the completing thread's context is not the callback's).
+    @inlinable
+    func handOff(_ work: @escaping @Sendable () -> Void) {
+        switch self {
+        case .inline: work()
         case .executor(let executor, let affinity):
-            let work = FutureContext.carrying(work)
             // Dispatch queues never drop or repeat a job; other executors' jobs run at most once.
             if let affinity, !affinity.mayDropJobs { return executor.execute(work) }
             Self.runGuarded(work, on: executor, failingIfDropped: nil)
@@ -45,14 +55,13 @@ enum Hop: Sendable {
     /// A job for an executor that may drop or repeat jobs (a custom one, or an operation queue,
     /// whose cancelled operations never run) is guarded (see ``GuardedJob``): released without
     /// running, it fails `target` with ``FutureError/droppedJob`` rather than leave it pending
-    /// forever; run twice, it runs once (debug builds trap). On the executor, `work` runs with the
-    /// context current now (see ``FutureContext``).
+    /// forever; run twice, it runs once (debug builds trap). Like ``handOff(_:)``, it captures no
+    /// context: the callback's user code carries its registration's.
     @inlinable
-    func run(_ work: @escaping @Sendable () -> Void, failingIfDropped target: any DroppedJobTarget) {
+    func handOff(_ work: @escaping @Sendable () -> Void, failingIfDropped target: any DroppedJobTarget) {
         switch self {
         case .inline: work()
         case .executor(let executor, let affinity):
-            let work = FutureContext.carrying(work)
             // Dispatch queues never drop or repeat a job: they pay nothing for the guard.
             if let affinity, !affinity.mayDropJobs { return executor.execute(work) }
             Self.runGuarded(work, on: executor, failingIfDropped: target)
@@ -80,10 +89,11 @@ enum Hop: Sendable {
         }
     }
 
-    /// Runs a callback's user code, `work`, here if ``runsHere``, else on the executor.
+    /// Runs a callback's user code, `work`, here if ``runsHere``, else on the executor; `work`
+    /// carries its registration's context itself.
     @inlinable
     func runCallback(_ work: @escaping @Sendable () -> Void) {
-        if runsHere { work() } else { run(work) }
+        if runsHere { work() } else { handOff(work) }
     }
 }
 
@@ -101,7 +111,7 @@ enum Affinity: Equatable, Sendable {
     /// The main queue.
     case main
     /// An operation queue, by identity: its cancelled operations never run, so its jobs are
-    /// guarded (see ``Hop/run(_:failingIfDropped:)``).
+    /// guarded (see ``Hop/handOff(_:failingIfDropped:)``).
     case operationQueue(ObjectIdentifier)
 
     /// Whether jobs handed to this executor may never run.

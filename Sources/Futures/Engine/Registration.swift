@@ -10,7 +10,9 @@ extension FutureStorage {
     ///   - owner: the registrant, if it will withdraw (its entry is then removed; see
     ///     ``RegistrationKey``).
     ///   - carryingContext: whether the callback runs with the context current now (see
-    ///     ``FutureContext``); `false` only for callbacks that run no user code (resuming a task).
+    ///     ``FutureContext``); `false` only for callbacks that run no user code (resuming a task),
+    ///     or whose user code carries the context itself (a callback on an executor, which restores
+    ///     it in the job rather than around the hand-off).
     @inlinable
     final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil, carryingContext: Bool = true) {
         let made = CallbackEntry<Value>.outcome(callback, owner: owner.map(ObjectIdentifier.init))
@@ -31,14 +33,19 @@ extension FutureStorage {
     /// records this future as its upstream before the callback can run. The one way an operator
     /// derives a future; the callback completes `derived` with ``complete(_:from:)``,
     /// ``finish(_:origin:)`` or ``adopt(_:from:)``.
+    ///
+    /// With `carryingContext: false`, the callback carries no context: it runs no user code, or its
+    /// user code carries its own (a step on an executor, which restores it in the job).
     @inlinable
     final func register<Derived>(
         _ callback: @escaping Callback<Value>,
         derived: FutureStorage<Derived>,
-        consumer: Bool = true
+        consumer: Bool = true,
+        carryingContext: Bool = true
     ) {
         derived.consumesUpstream = consumer
-        var entry: CallbackEntry<Value>? = CallbackEntry.outcome(callback, owner: ObjectIdentifier(derived)).carryingContext()
+        let made = CallbackEntry<Value>.outcome(callback, owner: ObjectIdentifier(derived))
+        var entry: CallbackEntry<Value>? = carryingContext ? made.carryingContext() : made
         withOwnState({ $0.registerLocked(&entry, derived: derived) }, then: { node, step in node.registered(step, &entry) })
     }
 

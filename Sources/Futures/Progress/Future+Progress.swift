@@ -136,7 +136,7 @@ final class ProgressDelivery: @unchecked Sendable {
             scheduled = true
             return true
         }
-        if start { hop.run { self.deliver() } }
+        if start { hop.handOff { self.deliver() } }  // `body` restores its own context
     }
 
     private func deliver() {

@@ -40,3 +40,23 @@ extension Future {
         return Future(storage: storage).made("deferred", file, line)
     }
 }
+
+extension Future {
+    /// Runs `body` with the outcome, inline, as `whenComplete(on: .immediate)` does, except that on
+    /// a deferred future that has not started it registers only when something else starts it: an
+    /// observer that must not count as the first demand (a tracing span around the future). If the
+    /// future is never started, `body` is released unrun, with the work.
+    package func whenCompleteWithoutStarting(_ body: @escaping @Sendable (Outcome<Value>) -> Void) {
+        let body = FutureContext.carrying(body)  // the context of this call, not of the start
+        let storage = self.storage
+        let waits = LockTable.withLock(storage) { () -> Bool in
+            guard storage.phase == .pending, let extras = storage.extras, let work = extras.onDemand else { return false }
+            extras.onDemand = { started in
+                started.register(body, asConsumer: false, carryingContext: false)
+                work(started)
+            }
+            return true
+        }
+        if !waits { storage.register(body, asConsumer: false, carryingContext: false) }
+    }
+}

@@ -79,7 +79,7 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 promise.complete(with: fetch())
                 return mine.made("cache", file, line)
             case .running(let shared):
-                let mine = shared.map(hop: .inline) { $0 }
+                let mine = shared.passingThrough()
                 // Every caller of that fetch cancelled just before this one came: it is gone
                 // (and being evicted), so start again rather than hand out its cancellation. Once
                 // `mine` is registered it keeps the fetch from being cancelled that way.
@@ -142,14 +142,16 @@ public final class FutureCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             }
             // The caller's future is registered before the entry is published, so another caller
             // cancelling its own cannot leave the fetch without consumers (and cancel it) first.
-            // Registering on a new pending future runs no code, so it is safe under this lock.
+            // Registering on a new pending future runs no code, and these two registrations, which
+            // run no user code, capture no context (a carrier's `capture()` is user code, never
+            // called under this lock), so it is safe under this lock.
             let promise = Promise<Value>(file: file, line: line)
-            let mine = promise.future.map(hop: .inline) { $0 }
+            let mine = promise.future.passingThrough()
             cache.nextID += 1
             let id = cache.nextID
             promise.future.storage.register({ [weak self] outcome in
                 self?.settle(key, id: id, with: outcome)
-            }, asConsumer: false)
+            }, asConsumer: false, carryingContext: false)
             cache.entries[key] = CacheEntry(id: id, shared: promise.future, lifetime: lifetime)
             return .fetch(promise, mine: mine)
         }
@@ -185,4 +187,15 @@ struct CacheEntry<Value: Sendable> {
     var expired: (@Sendable () -> Bool)?
 
     var isExpired: Bool { expired?() ?? false }
+}
+
+extension Future {
+    /// A consumer of this future that completes as it does: an `.immediate` identity `map`, whose
+    /// step runs no user code and so captures no context (the callbacks registered on the result
+    /// capture their own).
+    func passingThrough() -> Future<Value> {
+        let derived = MappedStorage<Value, Value>({ $0 })
+        storage.register({ outcome in derived.receive(outcome) }, derived: derived, carryingContext: false)
+        return Future(storage: derived)
+    }
 }

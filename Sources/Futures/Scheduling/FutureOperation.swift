@@ -38,6 +38,9 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
 
     /// Creates an operation that starts `work` when its queue starts it.
     ///
+    /// `work` runs with the context current here, where the operation is made (see
+    /// ``FutureContext``), not with that of the queue's thread.
+    ///
     /// - Parameters:
     ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
     ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
@@ -50,7 +53,7 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
     ) {
         promise = Promise(file: file, line: line)
         _ = promise.future.made("operation", file, line)
-        self.work = work
+        self.work = FutureContext.carryingThrowing(work)  // the context where the operation is made
         super.init()
         promise.onCancel { [weak self] in self?.cancel() }
     }
@@ -67,7 +70,7 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
             return
         }
         move(to: .executing)
-        promise.future.storage.register({ [weak self] _ in self?.move(to: .finished) }, asConsumer: false)
+        promise.future.storage.register({ [weak self] _ in self?.move(to: .finished) }, asConsumer: false, carryingContext: false)
         // Cancelled since the check above (from another thread): finish without running the work.
         guard !promise.isCancelled else { return }
         do { promise.complete(with: try work()) } catch { promise.fail(error) }
@@ -99,6 +102,8 @@ extension OperationQueue {
     /// uploads.maxConcurrentOperationCount = 1
     /// let sent = uploads.addFuture { upload(picture) }
     /// ```
+    ///
+    /// `work` runs with the context current where this is called (see ``FutureContext``).
     ///
     /// - Parameters:
     ///   - file: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.

@@ -1,7 +1,9 @@
+import Dispatch
 import Foundation
 import Futures
 import FuturesTestHelpers
 import FuturesTestSupport
+import Synchronization
 import Testing
 
 /// Runs `body` with `label` as the value ``TestContextCarrier`` carries.
@@ -168,12 +170,152 @@ private final class Sightings: Sendable {
         #expect(seen.all == ["registered 7"])
     }
 
-    @Test func aCallbackRegisteredWithNoContextRunsInWhateverContextRunsIt() {
+    @Test func aCallbackRegisteredWithNoContextRunsWithNoneOnTheCompletingThread() {
         let seen = Sightings()
         let promise = Promise<Int>()
-        with(nil) { promise.future.whenSuccess(on: .immediate) { _ in seen.note("whenSuccess") } }
+        with(nil) {
+            promise.future.whenSuccess(on: .immediate) { _ in seen.note("whenSuccess") }
+            _ = promise.future.map(on: .immediate) { _ in seen.note("map") }
+        }
         with("completer") { promise.succeed(1) }
-        #expect(seen.all == [Sighting(kind: "whenSuccess", label: "completer")])
+        #expect(seen.kinds == ["whenSuccess", "map"])
+        #expect(seen.labels == [nil])
+    }
+
+    @Test func aCallbackRegisteredWithNoContextRunsWithNoneOnItsExecutor() {
+        let executor = ManualExecutor()
+        let seen = Sightings()
+        let succeeding = Promise<Int>()
+        let cancelled = Promise<Int>()
+        let mapped = with(nil) {
+            succeeding.future.whenSuccess(on: executor) { _ in seen.note("whenSuccess") }
+            succeeding.future.whenProgress(on: executor) { _ in seen.note("whenProgress") }
+            cancelled.future.whenCancelled(on: executor) { seen.note("whenCancelled") }
+            return succeeding.future.map(on: executor) { value in
+                seen.note("map")
+                return value
+            }
+        }
+        with("completer") {
+            succeeding.progress = 0.5
+            succeeding.succeed(1)
+            cancelled.cancel()
+        }
+        with("runner") { _ = executor.runAll() }
+        #expect(seen.kinds == ["whenSuccess", "whenProgress", "whenCancelled", "map"])
+        #expect(seen.labels == [nil], "neither the completer's context nor the runner's")
+        #expect(mapped.outcome?.value == 1)
+    }
+
+    @Test func aMapOnAGlobalQueueRegisteredWithNoContextRunsWithNone() async throws {
+        let promise = Promise<Int>()
+        let mapped = with(nil) { promise.future.map(on: .global()) { _ in TestContext.label } }
+        with("completer") { promise.succeed(1) }
+        #expect(try await mapped.value == nil)
+    }
+
+    @Test func aCarrierWithoutAValueIsClearedWhileAnotherIsRestored() {
+        let executor = ManualExecutor()
+        let promise = Promise<Int>()
+        let seen = Recorder<String>()
+        with("registered") {
+            promise.future.whenSuccess(on: executor) { _ in
+                seen.append("\(TestContext.label ?? "none") \(TestContext.number ?? 0)")
+            }
+        }
+        TestContext.$number.withValue(1) { with("completer") { promise.succeed(1) } }
+        TestContext.$number.withValue(2) { with("runner") { _ = executor.runAll() } }
+        #expect(seen.all == ["registered 0"])
+    }
+
+    @Test func aCallbackOnACompletedFutureRunsWithItsRegistrationsContextOnEveryExecutor() async throws {
+        let completed = Future(value: 1)
+        let labels: [Future<String?>] = with("registered") {
+            [
+                completed.map(on: .immediate) { _ in TestContext.label },
+                completed.map(on: .global()) { _ in TestContext.label },
+                completed.map(on: .queue(DispatchQueue(label: "context"))) { _ in TestContext.label },
+                completed.map(on: .main) { _ in TestContext.label },
+                completed.map(on: .mainImmediate) { _ in TestContext.label },
+            ]
+        }
+        for label in labels { #expect(try await label.value == "registered") }
+    }
+
+    @Test func observersOfMergedFuturesKeepTheirOwnContexts() {
+        let seen = Recorder<String>()
+        let outer = Promise<Int>()
+        let inner = Promise<Int>()
+        let result = with("flatMap") { outer.future.flatMap(on: .immediate) { _ in inner.future } }
+        with("inner") { inner.future.whenComplete(on: .immediate) { _ in seen.append("inner \(TestContext.label ?? "none")") } }
+        with("result") { result.whenComplete(on: .immediate) { _ in seen.append("result \(TestContext.label ?? "none")") } }
+        with("completer") { outer.succeed(1) }  // the result merges into the inner future
+        let late = with("late") {
+            inner.future.map(on: .immediate) { value in
+                seen.append("late \(TestContext.label ?? "none")")
+                return value
+            }
+        }
+        with("completer") { inner.succeed(5) }
+        #expect(Set(seen.all) == ["inner inner", "result result", "late late"])
+        #expect(late.outcome?.value == 5)
+    }
+
+    @Test func seriallyConcurrentlyAndWhenEachCompleteRunWithTheirCallsContext() async throws {
+        let gates = (0..<6).map { _ in Promise<Int>() }
+        let seen = Recorder<String>()
+        let serial = with("serially") {
+            Future<[Int]>.serially(0..<3) { index in
+                seen.append("serially \(TestContext.label ?? "none")")
+                return gates[index].future
+            }
+        }
+        let concurrent = with("concurrently") {
+            Future<[Int]>.concurrently(3..<6, limit: 1) { index in
+                seen.append("concurrently \(TestContext.label ?? "none")")
+                return gates[index].future
+            }
+        }
+        with("each") {
+            gates.map(\.future).whenEachComplete(on: .immediate) { _, _ in seen.append("each \(TestContext.label ?? "none")") }
+        }
+        with("completer") { for gate in gates { gate.succeed(1) } }
+        _ = try await serial.value
+        _ = try await concurrent.value
+        #expect(Set(seen.all) == ["serially serially", "concurrently concurrently", "each each"])
+        #expect(seen.all.count == 12)
+    }
+
+    @Test func aFutureOperationRunsItsWorkWithTheContextWhereItWasMade() async throws {
+        let queue = OperationQueue()
+        let operation = with("made") { FutureOperation { Future(value: TestContext.label) } }
+        let added = with("added") { queue.addFuture { Future(value: TestContext.label) } }
+        with("starter") { queue.addOperation(operation) }
+        #expect(try await operation.future.value == "made")
+        #expect(try await added.value == "added")
+    }
+
+    @Test func eachRegistrationCapturesOnceAndEachRunRestoresOnce() async {
+        await #expect(processExitsWith: .success) {
+            FutureContext.bootstrap(CountingCarrier.self)
+            let executor = ManualExecutor()
+            let promise = Promise<Int>()
+            CountingCarrier.$tag.withValue("registered") {
+                promise.future.whenSuccess(on: executor) { _ in CountingCarrier.check("registered") }
+                _ = promise.future.map(on: executor) { _ in CountingCarrier.check("registered") }
+            }
+            promise.future.whenComplete(on: executor) { _ in CountingCarrier.check(nil) }
+            CountingCarrier.$tag.withValue("completer") { promise.succeed(1) }
+            let beforeRun = CountingCarrier.counts.withLock { $0 }
+            CountingCarrier.$tag.withValue("runner") { _ = executor.runAll() }
+            let afterRun = CountingCarrier.counts.withLock { $0 }
+            // Three registrations: three captures, none at the completion or the hand-off; each
+            // callback restored once, in its job (two values, one absence).
+            guard beforeRun == CountingCarrier.Counts(captures: 3, restores: 0, withoutValue: 0),
+                afterRun == CountingCarrier.Counts(captures: 3, restores: 2, withoutValue: 1),
+                !CountingCarrier.mismatch.withLock({ $0 })
+            else { exit(3) }
+        }
     }
 
     @Test func callbacksOnJoinsRunWithTheirRegistrationsContextWhateverCompletesTheMembers() {
@@ -300,6 +442,25 @@ private final class Sightings: Sendable {
         #expect(end.outcome?.value == links)
     }
 
+    @Test func aCachesOwnRegistrationsCaptureNoContext() async {
+        await #expect(processExitsWith: .success) {
+            FutureContext.bootstrap(CountingCarrier.self)
+            let cache = FutureCache<Int, Int>()
+            let fetch = Promise<Int>()
+            CountingCarrier.$tag.withValue("caller") {
+                // The fetch's registrations, made under the cache's lock, capture nothing (a
+                // carrier's `capture()` is user code); the caller's own callback captures once.
+                cache.value(for: 1) { fetch.future }.whenSuccess(on: .immediate) { _ in CountingCarrier.check("caller") }
+                _ = cache.value(for: 1) { Future(value: 2) }
+            }
+            fetch.succeed(1)
+            let counts = CountingCarrier.counts.withLock { $0 }
+            guard counts == CountingCarrier.Counts(captures: 1, restores: 1, withoutValue: 0),
+                !CountingCarrier.mismatch.withLock({ $0 })
+            else { exit(3) }
+        }
+    }
+
     @Test func aSecondBootstrapTraps() async {
         await #expect(processExitsWith: .success) {
             FutureContext.bootstrap(TestContextCarrier.self)
@@ -314,5 +475,40 @@ private final class Sightings: Sendable {
         await #expect(processExitsWith: .failure) {
             FutureContext.bootstrap(TestContextCarrier.self, TestContextCarrier.self)
         }
+    }
+}
+
+/// Counts the captures, restores and clearings of its value, for the test that each happens once.
+private struct CountingCarrier: FutureContextCarrier {
+    struct Counts: Equatable {
+        var captures = 0
+        var restores = 0
+        var withoutValue = 0
+    }
+
+    @TaskLocal static var tag: String?
+    static let counts = Mutex(Counts())
+    static let mismatch = Mutex(false)
+
+    let tag: String
+
+    static func capture() -> CountingCarrier? {
+        counts.withLock { $0.captures += 1 }
+        return tag.map(CountingCarrier.init)
+    }
+
+    func restore<R>(_ body: () throws -> R) rethrows -> R {
+        Self.counts.withLock { $0.restores += 1 }
+        return try Self.$tag.withValue(tag, operation: body)
+    }
+
+    static func withoutValue<R>(_ body: () throws -> R) rethrows -> R {
+        counts.withLock { $0.withoutValue += 1 }
+        return try $tag.withValue(nil, operation: body)
+    }
+
+    /// Notes a callback that did not see `expected`.
+    static func check(_ expected: String?) {
+        if tag != expected { mismatch.withLock { $0 = true } }
     }
 }

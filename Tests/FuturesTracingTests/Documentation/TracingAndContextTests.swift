@@ -35,6 +35,10 @@ struct RequestIDCarrier: FutureContextCarrier {
     func restore<R>(_ body: () throws -> R) rethrows -> R {
         try RequestID.$current.withValue(id, operation: body)
     }
+
+    static func withoutValue<R>(_ body: () throws -> R) rethrows -> R {
+        try RequestID.$current.withValue(nil, operation: body)
+    }
 }
 
 @Suite struct TracingAndContextTests {
