@@ -212,8 +212,15 @@ struct MergedObservers<Value: Sendable> {
 struct CancelHandlers: Sequence {
     /// The handlers at `buffer[head...]`; the slots before `head` hold `filler`.
     @usableFromInline var buffer: [CancelHandler] = []
-    @usableFromInline var head = 0
+    /// `head`, in 32 bits: with `base` it fills one word, so the list costs the extras box one
+    /// word more than an array would.
+    @usableFromInline var storedHead: Int32 = 0
     @usableFromInline var base: Int32 = 0
+
+    @inlinable var head: Int {
+        get { Int(storedHead) }
+        set { storedHead = Int32(newValue) }
+    }
 
     @inlinable init() {}
 
