@@ -52,7 +52,7 @@ struct MergeSet<Value: Sendable> {
         if let target {
             // Moved, not copied, whichever side is longer (see ``CancelHandlers/absorb(_:shiftedBy:)``).
             cancelHandlers.absorb(&target.merge.cancelHandlers, shiftedBy: depth)
-            if let targetForward = target.merge.forward { forward = MergeForwards(shifting: targetForward, by: depth) }
+            if let targetForward = target.merge.forward { forward = targetForward.shifted(by: depth) }
         }
         if !callbacks.isEmpty || target?.merge.observers != nil {
             var carried = observers.take() ?? MergedObservers()
@@ -398,30 +398,35 @@ final class MergeForwards<Value: Sendable> {
     @usableFromInline var shallowTargets: [AnyObject]
     @usableFromInline var deepDepths: [Int32] = []
     @usableFromInline var deepTargets: [AnyObject] = []
+    /// What every stored threshold is less: a future that adopts the owner by merging takes the
+    /// table over, deeper by the depth it merged at, without rewriting a threshold (a chain built
+    /// from the bottom up, split at every level as it grows, would otherwise copy the whole table
+    /// at every merge).
+    @usableFromInline var shift: Int32 = 0
 
     @usableFromInline init(depth: Int32, target: FutureStorage<Value>) {
         shallowDepths = [depth]
         shallowTargets = [target]
     }
 
-    /// The same table `shift` deeper (a future that adopts the owner by merging takes it over).
-    @usableFromInline init(shifting other: MergeForwards<Value>, by shift: Int32) {
-        shallowDepths = other.shallowDepths.map { $0 + shift }
-        shallowTargets = other.shallowTargets
-        deepDepths = other.deepDepths.map { $0 + shift }
-        deepTargets = other.deepTargets
+    /// Takes the table over `shift` deeper: the owner merged into a future that adopted it, and
+    /// nothing else holds the table (a merged future gives up its extras box).
+    @usableFromInline func shifted(by shift: Int32) -> MergeForwards<Value> {
+        self.shift += shift
+        return self
     }
 
     /// The shallowest threshold.
-    @inlinable var shallowest: Int32 { shallowDepths.last ?? deepDepths[0] }
+    @inlinable var shallowest: Int32 { (shallowDepths.last ?? deepDepths[0]) + shift }
     /// The deepest threshold.
-    @inlinable var deepest: Int32 { deepDepths.last ?? shallowDepths[0] }
+    @inlinable var deepest: Int32 { (deepDepths.last ?? shallowDepths[0]) + shift }
 
     /// The entry a walk at `depth` below the owner follows: its target, the walk's depth below it,
     /// and the next deeper threshold (`Int32.max` if it is the deepest entry), where the entry's
     /// range ends; `nil` if `depth` is shallower than every threshold.
     @inlinable
-    func entry(at depth: Int32) -> (target: FutureStorage<Value>, depth: Int32, next: Int32)? {
+    func entry(at absolute: Int32) -> (target: FutureStorage<Value>, depth: Int32, next: Int32)? {
+        let depth = absolute - shift  // the stored thresholds' scale
         if let first = deepDepths.first, first <= depth {
             // The last threshold not above `depth` among the deep ones, which ascend.
             var low = 0, high = deepDepths.count - 1
@@ -430,7 +435,7 @@ final class MergeForwards<Value: Sendable> {
                 if deepDepths[middle] <= depth { low = middle } else { high = middle - 1 }
             }
             let target = unsafeDowncast(deepTargets[low], to: FutureStorage<Value>.self)
-            let next = low + 1 < deepDepths.count ? deepDepths[low + 1] : Int32.max
+            let next = low + 1 < deepDepths.count ? deepDepths[low + 1] + shift : Int32.max
             return (target, depth - deepDepths[low], next)
         }
         guard let shallowest = shallowDepths.last, shallowest <= depth else { return nil }
@@ -441,7 +446,7 @@ final class MergeForwards<Value: Sendable> {
             if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
         }
         let target = unsafeDowncast(shallowTargets[low], to: FutureStorage<Value>.self)
-        let next = low > 0 ? shallowDepths[low - 1] : deepDepths.first ?? Int32.max
+        let next = low > 0 ? shallowDepths[low - 1] + shift : deepDepths.first.map { $0 + shift } ?? Int32.max
         return (target, depth - shallowDepths[low], next)
     }
 
@@ -449,7 +454,7 @@ final class MergeForwards<Value: Sendable> {
     @usableFromInline
     func addSplit(at depth: Int32, target: FutureStorage<Value>) {
         precondition(depth < shallowest, "a split below a threshold of the future that splits")
-        shallowDepths.append(depth)
+        shallowDepths.append(depth - shift)
         shallowTargets.append(target)
         _checkInvariants()
     }
@@ -457,14 +462,15 @@ final class MergeForwards<Value: Sendable> {
     /// Records that `target`, split off further down, holds the state from `depth` on, up to the
     /// next threshold (the caller checked that); ignored if the table has that threshold already.
     @usableFromInline
-    func addSplitBelow(at depth: Int32, target: FutureStorage<Value>) {
+    func addSplitBelow(at absolute: Int32, target: FutureStorage<Value>) {
         defer { _checkInvariants() }
-        if depth > deepest {
+        let depth = absolute - shift  // the stored thresholds' scale
+        if absolute > deepest {
             deepDepths.append(depth)
             deepTargets.append(target)
             return
         }
-        guard depth > shallowest else { return }
+        guard absolute > shallowest else { return }
         if let first = deepDepths.first, depth >= first {
             // The first deep threshold not below `depth` (there is one: `depth` is not the deepest).
             var low = 0, high = deepDepths.count - 1

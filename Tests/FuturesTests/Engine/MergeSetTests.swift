@@ -121,6 +121,25 @@ struct MergeSetTests {
         #expect(p0.future.outcome?.value == 7)
     }
 
+    /// A merge takes the target's table of forwards over as it is, counting its thresholds from
+    /// one level deeper, instead of copying it: a chain built from the bottom up and split at every
+    /// level as it grows copied the whole table at every merge (quadratic, found by an attack).
+    @Test func aMergeTakesTheTargetsForwardTableOverWithoutCopyingIt() throws {
+        let split = FutureStorage<Int>()
+        let table = MergeForwards<Int>(depth: 3, target: split)
+        let target = Extras<Int>()
+        target.merge.depth = 2
+        target.merge.forward = table
+        var root = MergeSet<Int>()
+        var none = CallbackList<Int>()
+        root.absorb(target, callbacks: &none, at: 1, key: RegistrationKey(Owner()))
+        root._checkInvariantsNow()
+        #expect(root.forward === table && root.depth == 3 && table.shallowest == 4)
+        let entry = try #require(root.forward?.entry(at: 5))
+        #expect(entry.target === split && entry.depth == 1 && entry.next == Int32.max)
+        #expect(root.forward?.entry(at: 3) == nil)
+    }
+
     /// The address of a handler list's buffer: it changes only when the buffer is reallocated.
     static func address(_ handlers: CancelHandlers) -> UnsafeRawPointer? {
         handlers.buffer.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
