@@ -165,6 +165,23 @@ struct Boom: Error {}
         #expect(span.attributes["future.abandoned"]?.toSpanAttribute() == .bool(true))
     }
 
+    @Test func aSpanAroundADeferredFutureCancelledBeforeItStartsIsMarkedCancelled() throws {
+        let starts = Locked(0)
+        let (trace, future) = traced { _ in
+            Future<Int>.withSpan("cancelled unstarted") { _ in
+                Future.deferred {
+                    starts.set(starts.get() + 1)
+                    return Future(value: 1)
+                }
+            }
+        }
+        #expect(future.cancel())
+        #expect(starts.get() == 0)
+        let span = try #require(trace.finished("cancelled unstarted"))
+        #expect(span.attributes["future.cancelled"]?.toSpanAttribute() == .bool(true))
+        #expect(span.attributes["future.abandoned"] == nil)
+    }
+
     @Test func aCallbackRegisteredOutsideAnySpanIsNotAChildOfTheSpanThatCompletesItsFuture() throws {
         let executor = ManualExecutor()
         let promise = Promise<Int>()

@@ -271,15 +271,23 @@ struct CarrierSet: @unchecked Sendable {
             guard let value = carriers[0].capture() else { return CapturedContext(.nothing(self)) }
             return CapturedContext(.one(value))
         }
-        var values: [(any FutureContextCarrier)?] = []
-        values.reserveCapacity(carriers.count)
-        var captured = false
-        for carrier in carriers {
-            let value = carrier.capture()
-            captured = captured || value != nil
-            values.append(value)
+        // The list is made at the first value found: capturing nothing allocates nothing here.
+        var values: [(any FutureContextCarrier)?]? = nil
+        for (index, carrier) in carriers.enumerated() {
+            guard let value = carrier.capture() else {
+                values?.append(nil)
+                continue
+            }
+            if values == nil {
+                var made: [(any FutureContextCarrier)?] = []
+                made.reserveCapacity(carriers.count)
+                for _ in 0..<index { made.append(nil) }
+                values = made
+            }
+            values!.append(value)
         }
-        return CapturedContext(captured ? .several(values, self) : .nothing(self))
+        guard let values else { return CapturedContext(.nothing(self)) }
+        return CapturedContext(.several(values, self))
     }
 }
 

@@ -42,21 +42,17 @@ extension Future {
 }
 
 extension Future {
-    /// Runs `body` with the outcome, inline, as `whenComplete(on: .immediate)` does, except that on
-    /// a deferred future that has not started it registers only when something else starts it: an
-    /// observer that must not count as the first demand (a tracing span around the future). If the
-    /// future is never started, `body` is released unrun, with the work.
+    /// Runs `body` with the outcome, inline, as `whenComplete(on: .immediate)` does, except that it
+    /// does not count as a demand: a deferred future that has not started stays unstarted until
+    /// something else starts it (an observer such as a tracing span around the future). If the
+    /// future is cancelled first, `body` runs with the cancellation; if it is freed unstarted,
+    /// `body` is released unrun, with its other callbacks.
     package func whenCompleteWithoutStarting(_ body: @escaping @Sendable (Outcome<Value>) -> Void) {
-        let body = FutureContext.carrying(body)  // the context of this call, not of the start
-        let storage = self.storage
-        let waits = LockTable.withLock(storage) { () -> Bool in
-            guard storage.phase == .pending, let extras = storage.extras, let work = extras.onDemand else { return false }
-            extras.onDemand = { started in
-                started.register(body, asConsumer: false, carryingContext: false)
-                work(started)
-            }
-            return true
+        // The context of this call, not of whatever completes or starts the future.
+        var entry: CallbackEntry<Value>? = CallbackEntry.outcome(FutureContext.carrying(body), owner: nil)
+        storage.withOwnState({ $0.registerLocked(&entry, counted: false) }) { node, step in
+            // Stored like any observer; only the start its registration would make is left out.
+            node.registered(step == .demand ? .done : step, &entry)
         }
-        if !waits { storage.register(body, asConsumer: false, carryingContext: false) }
     }
 }

@@ -150,4 +150,32 @@ struct FutureDeferredTests {
         #expect(!adopter.complete(with: deferred))
         #expect(starts.value == 0)
     }
+
+    /// An observer that does not count as a demand (a tracing span's) waits in the future's
+    /// callbacks like any other: many of them on one unstarted deferred future neither nest nor
+    /// start it, run in order once something starts it, and go with the future if nothing does.
+    @Test func observersThatDoNotStartADeferredFutureWaitInItsCallbacks() {
+        onSmallStack {
+            let starts = Counter()
+            let seen = Recorder<Int>()
+            let future = Future<Int>.deferred { starts.increment(); return Future(value: 5) }
+            for index in 0..<20_000 { future.whenCompleteWithoutStarting { _ in seen.append(index) } }
+            #expect(starts.value == 0)
+            #expect(future.map(on: .immediate) { $0 }.outcome?.value == 5)
+            #expect(starts.value == 1)
+            #expect(seen.all == Array(0..<20_000))
+            // Unstarted and dropped: the observers go with it, in a loop.
+            let dropped = Future<Int>.deferred { starts.increment(); return Future(value: 6) }
+            for _ in 0..<20_000 { dropped.whenCompleteWithoutStarting { _ in seen.append(-1) } }
+        }
+    }
+
+    @Test func anObserverThatDoesNotStartADeferredFutureSeesItsCancellation() {
+        let starts = Counter()
+        let seen = Recorder<Bool>()
+        let future = Future<Int>.deferred { starts.increment(); return Future(value: 5) }
+        future.whenCompleteWithoutStarting { seen.append($0.isCancelled) }
+        #expect(future.cancel())
+        #expect(seen.all == [true] && starts.value == 0)
+    }
 }
