@@ -132,7 +132,9 @@ import Darwin
             chmod(folder.path("tree/x"), 0o755)
             chmod(folder.path("tree/y/z"), 0o755)
         }
-        let asUser = getuid() == 0 ? "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
+        // As nobody, a sanitized build's leak checker could not open its suppressions file (under
+        // a folder only its owner reads) and would say so in the output: it is off for this run.
+        let asUser = getuid() == 0 ? "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups env LSAN_OPTIONS=detect_leaks=0 " : ""
         let ours = try shellRun("\(asUser)\"$demo\" hash tree 2>&1", in: folder)
         #expect(ours.status == 1)
         let expected = try [
