@@ -90,7 +90,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func invalidatingWithManyTasksInFlightEndsEveryFuture() async throws {
         let server = try TestServer()
-        let session = FutureURLSession()
+        let session = longWaitSession()
         let pages = (0..<20).map { _ in session.data(for: server.request("/trickle")) }
         // Whichever transfer starts first: the session runs only a few connections to one host at
         // once, in no promised order, and a trickle never ends by itself.
@@ -179,7 +179,7 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
         var request = server.request("/held")
         request.httpMethod = "POST"
         let body = Data(count: 64 << 20)
-        let upload = FutureURLSession().upload(for: request, from: body)
+        let upload = longWaitSession().upload(for: request, from: body)
         let seen = Recorder<Double>()
         let partway = Promise<Void>()
         upload.whenProgress(on: .immediate) { fraction in
@@ -194,4 +194,13 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
         #expect(seen.all == seen.all.sorted())
         try await server.shutdown()
     }
+}
+
+/// A session whose requests wait ``TestServer/timeout`` too: a session's own limit (60 s by
+/// default) applies to a request that waits for one of the few connections to a host, and a slow
+/// run (a sanitizer's) can keep a request waiting behind transfers that never end by themselves.
+private func longWaitSession() -> FutureURLSession {
+    let configuration = URLSessionConfiguration.default
+    configuration.timeoutIntervalForRequest = TestServer.timeout
+    return FutureURLSession(configuration: configuration)
 }
