@@ -23,7 +23,7 @@ extension Future {
 
     @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenSuccess(hop: Hop, _ body: @escaping @Sendable (Value) -> Void) {
-        if case .inline = hop { return storage.registerInlineSuccess(body) }  // no wrapper to allocate
+        if case .inline = hop { return storage.registerInlineObserver(.success(body)) }  // no wrapper to allocate
         // On an executor, `body` restores the context in the job, not around the hand-off. (Checked
         // here, so that without carriers `body` is passed through no generic function at all: its
         // conversions would cost allocations.)
@@ -43,8 +43,9 @@ extension Future {
         whenFailure(hop: Hop(executor), body)
     }
 
-    @inlinable
+    @inlinable @inline(__always)  // so that `.immediate` folds to the inline path: no `Hop` to copy
     func whenFailure(hop: Hop, _ body: @escaping @Sendable (any Error) -> Void) {
+        if case .inline = hop { return storage.registerInlineObserver(.failure(body)) }  // no wrapper to allocate
         let body = FutureContext.isInstalled ? FutureContext.carryingInstalled(body) : body  // restored in the job
         storage.register({ outcome in
             if case .failure(let error) = outcome { hop.runCallback(error, body) }

@@ -222,6 +222,11 @@ let allocationScenarios: [String: (Int) -> Void] = [
     "flatmap-loop-step": { units in
         precondition(immediateLoop(units).outcome?.value == 7)
     },
+    // One level of a recursive `flatMap` loop whose levels merge, each completed from outside after
+    // the next level was made; and the same loop with a `whenFailure(on: .immediate)` observer on
+    // every level, which the merge set carries until the loop completes.
+    "merging-loop-level": { units in mergingLoop(units, observed: false) },
+    "observed-loop-level": { units in mergingLoop(units, observed: true) },
     // One member of `Future.all` (its promise included), completed after joining.
     "join-member": { units in
         let promises = (0..<units).map { _ in Promise<Int>() }
@@ -265,6 +270,36 @@ let allocationScenarios: [String: (Int) -> Void] = [
 @Sendable func immediateLoop(_ remaining: Int) -> Future<Int> {
     if remaining == 0 { return Future(value: 7) }
     return Future(value: ()).flatMap(on: .immediate) { immediateLoop(remaining - 1) }
+}
+
+/// A recursive loop of `levels` levels, each a `flatMap` over a promise completed afterwards, in
+/// order, from outside: each level adopts the next, which merges into the loop's first future.
+func mergingLoop(_ levels: Int, observed: Bool) {
+    final class Levels: @unchecked Sendable {
+        // Safety: used on this thread only (every callback is `.immediate`, run by the completions
+        // below, on this thread).
+        var promises: [Promise<Int>] = []
+        let observed: Bool
+        init(_ levels: Int, observed: Bool) {
+            promises.reserveCapacity(levels + 1)
+            self.observed = observed
+        }
+        func level(_ remaining: Int) -> Future<Int> {
+            let promise = Promise<Int>()
+            promises.append(promise)
+            let level = promise.future.flatMap(on: .immediate) { value in remaining == 0 ? Future(value: value) : self.level(remaining - 1) }
+            if observed { level.whenFailure(on: .immediate) { _ in } }
+            return level
+        }
+    }
+    let loop = Levels(levels, observed: observed)
+    let top = loop.level(levels - 1)
+    var next = 0
+    while next < loop.promises.count {
+        loop.promises[next].succeed(next)
+        next += 1
+    }
+    precondition(top.outcome?.value == levels - 1)
 }
 
 /// Holds one continuation until the test resumes it.

@@ -111,10 +111,11 @@ extension FutureStorage {
             } else if LockTable.withLock(target, { target.phase == .pending }) {
                 // Only a future that something waits on can be reached from the target: every
                 // future waiting on the adopter (derived from it, or adopting it) has an entry in its
-                // callbacks, made atomically with that wait. An adopter with none (a new promise,
-                // the usual case) closes no cycle, and the walk, as long as the chain behind the
-                // target, is skipped.
-                let waitedOn = LockTable.withLock(adopter) { !adopter.callbacks.isEmpty }
+                // callbacks with its key, made atomically with that wait. An adopter with no such
+                // entry (a new promise, or a loop's future that only observers watch: the usual
+                // cases) closes no cycle, and the walk, as long as the chain behind the target, is
+                // skipped.
+                let waitedOn = LockTable.withLock(adopter) { adopter.callbacks.mayHoldWaiter }
                 members = waitedOn ? Self.cycleMembers(adopting: target, into: adopter, keepAlive: &keepAlive) : nil
             } else {
                 members = nil  // a completed target closes no cycle (most adoptions): no walk

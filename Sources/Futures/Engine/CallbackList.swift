@@ -25,19 +25,25 @@ struct RegistrationKey: Hashable, Sendable {
 
 /// One registered callback: a callback on the outcome, with its owner's identity if it may be
 /// removed; or, stored as is without a wrapping closure (and so without an allocation), a success
-/// handler that runs inline, or a join's member sink with the member's index.
+/// or failure handler that runs inline, or a join's member sink with the member's index; or, first
+/// in a completed future's list only, the observers its merge set carried (see
+/// ``MergedObservers/run(with:)``), run from the set's own buffer rather than copied into the list.
 @usableFromInline
 enum CallbackEntry<Value: Sendable> {
     case outcome(Callback<Value>, owner: ObjectIdentifier?)
     case success(@Sendable (Value) -> Void)
+    case failure(@Sendable (any Error) -> Void)
     case member(MemberSink<Value>, index: Int)
+    case carried(Extras<Value>)
 
     @inlinable
     func run(with outcome: Outcome<Value>) {
         switch self {
         case .outcome(let callback, _): callback(outcome)
         case .success(let body): if case .success(let value) = outcome { body(value) }
+        case .failure(let body): if case .failure(let error) = outcome { body(error) }
         case .member(let sink, let index): sink.receive(outcome, index)
+        case .carried(let extras): extras.merge.observers?.run(with: outcome)
         }
     }
 
@@ -56,7 +62,8 @@ enum CallbackEntry<Value: Sendable> {
         switch self {
         case .outcome(let callback, let owner): return .outcome({ outcome in context.restore { callback(outcome) } }, owner: owner)
         case .success(let body): return .success({ value in context.restore { body(value) } })
-        case .member: return self
+        case .failure(let body): return .failure({ error in context.restore { body(error) } })
+        case .member, .carried: return self
         }
     }
 
@@ -65,7 +72,7 @@ enum CallbackEntry<Value: Sendable> {
     var key: RegistrationKey? {
         switch self {
         case .outcome(_, let owner): owner.map { RegistrationKey(owner: $0, index: -1) }
-        case .success: nil
+        case .success, .failure, .carried: nil
         case .member(let sink, let index): RegistrationKey(owner: sink.owner, index: index)
         }
     }
@@ -147,6 +154,18 @@ struct CallbackList<Value: Sendable> {
         guard let rest else { return true }
         for entry in rest where entry?.key != nil { return false }
         return true
+    }
+
+    /// Whether a future registered here may wait on this list's future: any entry with a key (a
+    /// derived future, an adopter, a join, an awaiting task), or more entries than are worth
+    /// looking through at every adoption. Observers (entries without a key) wait on nothing.
+    var mayHoldWaiter: Bool {
+        guard let first else { return false }
+        guard first.key == nil else { return true }
+        guard let rest else { return false }
+        guard rest.count <= 8 else { return true }
+        for entry in rest where entry?.key != nil { return true }
+        return false
     }
 
     /// Makes room for `count` entries in all, so that appending them grows the list once. (An

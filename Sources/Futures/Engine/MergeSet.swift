@@ -124,11 +124,12 @@ struct MergeSet<Value: Sendable> {
 }
 
 /// An observer carried by a merge set, with the depth of the future it was registered on, less
-/// its list's `base` (see ``MergeSet/observers``).
+/// its list's `base` (see ``MergeSet/observers``). The depth comes second, so that it fills the
+/// padding after the entry: 32 bytes an observer, not 40, in a loop that observes every level.
 @usableFromInline
 struct MergedObserver<Value: Sendable> {
-    @usableFromInline let depth: Int32
     @usableFromInline let entry: CallbackEntry<Value>
+    @usableFromInline let depth: Int32
 
     @inlinable init(depth: Int32, entry: CallbackEntry<Value>) {
         self.depth = depth
@@ -189,6 +190,20 @@ struct MergedObservers<Value: Sendable> {
             items = items[..<low]
         }
         return below
+    }
+
+    /// Runs the observers with `outcome`, the deepest first, each depth's in the order they were
+    /// registered: the order in which they would have run had each level waited on the next.
+    @inlinable
+    func run(with outcome: Outcome<Value>) {
+        var end = items.endIndex
+        while end > items.startIndex {
+            var start = end - 1
+            let depth = items[start].depth
+            while start > items.startIndex, items[start - 1].depth == depth { start -= 1 }
+            for index in start..<end { items[index].entry.run(with: outcome) }
+            end = start
+        }
     }
 
     /// Takes off the observers of the first depth if it is 0.

@@ -20,11 +20,11 @@ extension FutureStorage {
         withOwnState({ $0.registerLocked(&entry, counted: asConsumer) }, then: { node, step in node.registered(step, &entry) })
     }
 
-    /// Adds an observer's success handler that runs inline in the drain loop (`.immediate`),
-    /// stored without a wrapping closure.
+    /// Adds an observer's success or failure handler (a `.success` or `.failure` entry) that runs
+    /// inline in the drain loop (`.immediate`), stored without a wrapping closure.
     @inlinable
-    final func registerInlineSuccess(_ body: @escaping @Sendable (Value) -> Void) {
-        var entry: CallbackEntry<Value>? = CallbackEntry.success(body).carryingContext()
+    final func registerInlineObserver(_ made: CallbackEntry<Value>) {
+        var entry: CallbackEntry<Value>? = made.carryingContext()
         withOwnState({ $0.registerLocked(&entry, counted: false) }, then: { node, step in node.registered(step, &entry) })
     }
 

@@ -188,21 +188,15 @@ extension FutureStorage {
         checkInvariants()
     }
 
-    /// Puts the observers of the futures merged into this one before its own callbacks, the
-    /// deepest first, each depth's in the order they were registered: the order in which they
-    /// would have run had each level waited on the next instead.
+    /// Puts the observers of the futures merged into this one before its own callbacks, as one
+    /// entry that runs them from the merge set's buffer (see ``MergedObservers/run(with:)``): no
+    /// copy of a loop's observers, however many levels it observed. The entry holds the extras box,
+    /// which the completion detaches, so that nothing else changes the set meanwhile.
     @usableFromInline @inline(never)
     final func runMergedObserversFirst() {
-        guard let observers = extras?.merge.observers?.items, !observers.isEmpty else { return }
+        guard let extras, let observers = extras.merge.observers, !observers.items.isEmpty else { return }
         var list = CallbackList<Value>()
-        list.reserveCapacity(observers.count + callbacks.count)
-        var end = observers.endIndex
-        while end > observers.startIndex {
-            var start = end - 1
-            while start > observers.startIndex, observers[start - 1].depth == observers[end - 1].depth { start -= 1 }
-            for observer in observers[start..<end] { list.append(observer.entry) }
-            end = start
-        }
+        list.append(.carried(extras))
         list.append(contentsOf: callbacks)
         callbacks = list
     }

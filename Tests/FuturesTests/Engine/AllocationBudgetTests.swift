@@ -39,6 +39,13 @@ struct AllocationBudgetTests {
             // One iteration of a recursive `.immediate` `flatMap` loop: its source, the derived future
             // with its closure, and the merge of the inner future.
             Budget(scenario: "flatmap-loop-step", allocations: 6, bytes: 360),
+            // One level of a recursive loop whose levels merge, each completed from outside after the
+            // next level was made: its promise, the derived future with its closure, the merge.
+            Budget(scenario: "merging-loop-level", allocations: 6, bytes: 400),
+            // The same level with a `whenFailure(on: .immediate)` observer: no allocation more (the
+            // observer is stored as its body), and the merge set carries its entry (32 bytes, in a
+            // buffer that grows by doubling) until the loop completes.
+            Budget(scenario: "observed-loop-level", allocations: 6, bytes: 465),
             // A join's member, its promise included: the member costs the join no allocation.
             Budget(scenario: "join-member", allocations: 2, bytes: 232),
             // `await` of a completed future.
@@ -77,6 +84,20 @@ struct AllocationBudgetTests {
         #expect(allocations <= budget.allocations, "\(budget.scenario): \(allocations) allocations")
         #expect(bytes <= budget.bytes, "\(budget.scenario): \(bytes) bytes")
         #endif
+    }
+
+    /// A loop that observes every level keeps one carried entry per level, and nothing else: no
+    /// allocation more than the same loop unobserved, and at most 80 bytes a level more (an entry
+    /// of 32 bytes in a buffer that doubles; no wrapping closure, no copy into the drain's list, no
+    /// cycle walk at each adoption because observers watch the loop's future).
+    @Test func observingEveryLevelOfALoopCostsOnlyItsCarriedEntries() throws {
+        guard let plain = try allocationsPerOperation("merging-loop-level"),
+              let observed = try allocationsPerOperation("observed-loop-level") else { return }
+        #if !DEBUG
+        #expect(observed.allocations == plain.allocations, "\(observed.allocations) allocations a level, \(plain.allocations) unobserved")
+        #expect(observed.bytes - plain.bytes <= 80, "\(observed.bytes - plain.bytes) bytes a level more than unobserved")
+        #endif
+        #expect(observed.bytes > plain.bytes, "the meter counts the carried entries")
     }
 
     /// Awaiting a pending future costs no more allocations than awaiting a checked continuation

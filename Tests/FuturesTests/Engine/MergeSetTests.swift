@@ -206,6 +206,30 @@ struct MergeSetTests {
         #expect(set.count == 1 && moves <= 2, "\(moves) moves")
     }
 
+    /// A loop that observes every level keeps one carried observer per level until it completes:
+    /// its size is most of what observing a level costs.
+    @Test func aCarriedObserverTakesFourWords() {
+        #expect(MemoryLayout<MergedObserver<Int>>.stride <= 32)
+        #expect(MemoryLayout<MergedObserver<String>>.stride <= 32)
+    }
+
+    /// Carried observers run from the set's own buffer, the deepest level first, each level's in
+    /// the order they were registered there.
+    @Test func carriedObserversRunDeepestLevelFirstInRegistrationOrder() {
+        let log = Log()
+        var observers = MergedObservers<Int>()
+        observers.append(log.entry("1a"), depth: 1)
+        observers.append(log.entry("1b"), depth: 1)
+        observers.append(log.entry("2a"), depth: 2)
+        observers.append(log.entry("4a"), depth: 4)
+        observers.append(log.entry("4b"), depth: 4)
+        observers.append(.failure { _ in log.names.withLock { $0.append("4c failed") } }, depth: 4)
+        observers.run(with: .success(1))
+        #expect(log.take() == ["4a", "4b", "2a", "1a", "1b"])
+        observers.run(with: .failure(CancellationError()))
+        #expect(log.take() == ["4c failed"])
+    }
+
     #if DEBUG
     @Test func debugBuildsTrapOnAnObserverAtNoLevelOfItsSet() async {
         await #expect(processExitsWith: .failure) {
