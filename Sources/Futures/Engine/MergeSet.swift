@@ -34,7 +34,7 @@ struct MergeSet<Value: Sendable> {
     @inlinable var mayHoldChain: Bool { forward != nil || !cancelHandlers.isEmpty || observers != nil }
 
     /// How many observers the set carries.
-    @inlinable @inline(__always) var observerCount: Int { observers?.items.count ?? 0 }
+    @inlinable @inline(__always) var observerCount: Int { observers?.count ?? 0 }
 
     /// Takes in the set of a target (the one in its extras box, `target`; none if it has no box),
     /// merged `depth` below this one: its levels, their handlers and observers (with `callbacks`,
@@ -50,7 +50,7 @@ struct MergeSet<Value: Sendable> {
         precondition(forward == nil, "merged into a split set")
         assert(depth == self.depth + 1, "a merge below the next level of the set")
         if let target {
-            // Moved, not copied, whichever side is longer (see ``CancelHandlers/absorb(_:shiftedBy:)``).
+            // Moved, not copied, whichever side is longer (see ``LevelDeque/absorb(_:shiftedBy:)``).
             cancelHandlers.absorb(&target.merge.cancelHandlers, shiftedBy: depth)
             if let targetForward = target.merge.forward { forward = targetForward.shifted(by: depth) }
         }
@@ -58,7 +58,13 @@ struct MergeSet<Value: Sendable> {
             var carried = observers.take() ?? MergedObservers()
             carried.append(contentsOf: callbacks, depth: depth)
             callbacks = CallbackList()
-            if let targetObservers = target?.merge.observers { carried.append(contentsOf: targetObservers, shiftedBy: depth) }
+            if let target, var theirs = target.merge.observers.take() {
+                // Moved, not copied, whichever side is longer: a set built from the bottom up, each
+                // new future merging the set made so far, copies only the new level's observers.
+                // What is left of the target's deque stays in its box, released after the locks.
+                carried.absorb(&theirs, shiftedBy: depth)
+                target.merge.observers = theirs
+            }
             observers = carried
         }
         self.depth = depth + (target?.merge.depth ?? 0)
@@ -79,9 +85,7 @@ struct MergeSet<Value: Sendable> {
         if observers != nil {
             var cut = observers!.cut(at: depth)
             for entry in cut.takeDepthZero() { own.append(entry) }
-            // Kept even when empty: its buffer may hold the last references to entries cut off it,
-            // released with the extras box, after the locks.
-            below.observers = cut
+            below.observers = cut.isEmpty ? nil : cut
         }
         // The new future holds the depths from `depth` down to this one's shallowest threshold, if
         // it has one: the deeper ones stay where this one's table sends them, and the table stays
@@ -96,8 +100,6 @@ struct MergeSet<Value: Sendable> {
     /// In debug builds, traps unless the set keeps its rules: its depth is not negative; every
     /// handler is at a level of the set; the observers are at levels 1 through `depth` (0 is the
     /// future's own callbacks), in order; every forward's threshold lies below the set's levels.
-    /// (Past 64 observers only the ends are checked: a full check per transition would make a long
-    /// loop quadratic in debug builds.)
     @inlinable @inline(__always)
     func _checkInvariants() {
         #if DEBUG
@@ -112,123 +114,108 @@ struct MergeSet<Value: Sendable> {
         if let first = cancelHandlers.first, let last = cancelHandlers.last {
             precondition(first.depth >= 0 && last.depth <= depth, "a cancel handler at no level of its set")
         }
-        if let items = observers?.items, let base = observers?.base, !items.isEmpty {
-            let checked = items.count <= 64 ? items[...] : items.prefix(2) + items.suffix(2)
-            for observer in checked {
-                precondition(observer.depth + base >= 1 && observer.depth + base <= depth, "an observer at no merged level of its set")
+        if let observers {
+            observers._checkInvariants()
+            if let first = observers.first, let last = observers.last {
+                precondition(first.depth >= 1 && last.depth <= depth, "an observer at no merged level of its set")
             }
-            precondition(zip(checked, checked.dropFirst()).allSatisfy { $0.depth <= $1.depth }, "observers out of the order of their levels")
         }
         if let forward { precondition(forward.shallowest > depth, "a forward to levels the set still holds") }
     }
 }
 
-/// An observer carried by a merge set, with the depth of the future it was registered on, less
-/// its list's `base` (see ``MergeSet/observers``). The depth comes second, so that it fills the
-/// padding after the entry: 32 bytes an observer, not 40, in a loop that observes every level.
+/// An observer carried by a merge set, with the depth of the future it was registered on (see
+/// ``MergeSet/observers``). The depth comes second, so that it fills the padding after the entry:
+/// 32 bytes an observer, not 40, in a loop that observes every level.
 @usableFromInline
-struct MergedObserver<Value: Sendable> {
+struct MergedObserver<Value: Sendable>: Leveled {
     @usableFromInline let entry: CallbackEntry<Value>
-    @usableFromInline let depth: Int32
+    @usableFromInline var depth: Int32
 
-    @inlinable init(depth: Int32, entry: CallbackEntry<Value>) {
-        self.depth = depth
+    @inlinable init(entry: CallbackEntry<Value>, depth: Int32) {
         self.entry = entry
+        self.depth = depth
     }
+
+    /// An entry whose closure captures nothing: no allocation.
+    @inlinable static var filler: MergedObserver { MergedObserver(entry: .success { _ in }, depth: 0) }
 }
 
-/// The observers a merge set carries, in order of depth. Each depth is stored less `base`, so that
-/// a split hands the larger part over without rewriting a depth, and copies only the smaller one:
-/// splitting an observed set level by level, in any order, costs what it costs unobserved.
-///
-/// The storage is a slice: entries cut off its ends stay in the buffer until the buffer is freed,
-/// which happens with the extras box that holds it, after its future's lock (never under it, as a
-/// closure's last reference may be among them).
+/// The observers a merge set carries, in order of depth.
 @usableFromInline
-struct MergedObservers<Value: Sendable> {
-    @usableFromInline var base: Int32 = 0
-    @usableFromInline var items: ArraySlice<MergedObserver<Value>> = []
+typealias MergedObservers<Value: Sendable> = LevelDeque<MergedObserver<Value>>
 
-    @usableFromInline init() {}
-
-    var count: Int { items.count }
-
-    mutating func append(_ entry: CallbackEntry<Value>, depth: Int32) {
-        items.append(MergedObserver(depth: depth - base, entry: entry))
+extension LevelDeque {
+    /// Appends `entry` at `depth`, as deep as the deepest observer here or deeper.
+    @inlinable
+    mutating func append<Value>(_ entry: CallbackEntry<Value>, depth: Int32) where Element == MergedObserver<Value> {
+        append(MergedObserver(entry: entry, depth: depth))
     }
 
     /// Appends the entries of `list` (not its holes) at `depth`.
-    mutating func append(contentsOf list: CallbackList<Value>, depth: Int32) {
+    @inlinable
+    mutating func append<Value>(contentsOf list: CallbackList<Value>, depth: Int32) where Element == MergedObserver<Value> {
         guard let first = list.first else { return }
         append(first, depth: depth)
         guard let rest = list.rest else { return }
         for entry in rest where entry != nil { append(entry!, depth: depth) }
     }
 
-    /// Appends the observers of `other`, `shift` deeper than they were there.
-    mutating func append(contentsOf other: MergedObservers<Value>, shiftedBy shift: Int32) {
-        items.reserveCapacity(items.count + other.items.count)
-        for observer in other.items { items.append(MergedObserver(depth: observer.depth + other.base + shift - base, entry: observer.entry)) }
-    }
-
-    /// Takes off the observers of the depths from `depth` down and returns them, their depths
-    /// counted from `depth`.
-    mutating func cut(at depth: Int32) -> MergedObservers {
-        var low = items.startIndex, high = items.endIndex
-        while low < high {
-            let middle = low + (high - low) / 2
-            if items[middle].depth + base >= depth { high = middle } else { low = middle + 1 }
-        }
-        var below = MergedObservers()
-        below.base = base - depth
-        if low - items.startIndex < items.endIndex - low {
-            // The part above is the smaller: it is copied, and the buffer goes below.
-            below.items = items[low...]
-            items = ArraySlice(Array(items[..<low]))
-        } else {
-            below.items = ArraySlice(Array(items[low...]))
-            items = items[..<low]
-        }
-        return below
-    }
-
     /// Runs the observers with `outcome`, the deepest first, each depth's in the order they were
     /// registered: the order in which they would have run had each level waited on the next.
     @inlinable
-    func run(with outcome: Outcome<Value>) {
-        var end = items.endIndex
-        while end > items.startIndex {
+    func run<Value>(with outcome: Outcome<Value>) where Element == MergedObserver<Value> {
+        var end = buffer.endIndex
+        while end > head {
             var start = end - 1
-            let depth = items[start].depth
-            while start > items.startIndex, items[start - 1].depth == depth { start -= 1 }
-            for index in start..<end { items[index].entry.run(with: outcome) }
+            let depth = buffer[start].depth
+            while start > head, buffer[start - 1].depth == depth { start -= 1 }
+            for index in start..<end { buffer[index].entry.run(with: outcome) }
             end = start
         }
     }
 
-    /// Takes off the observers of the first depth if it is 0.
-    mutating func takeDepthZero() -> [CallbackEntry<Value>] {
+    /// Takes off the observers of the shallowest depth if it is 0 (the new future's own, after a
+    /// split) and returns their entries.
+    mutating func takeDepthZero<Value>() -> [CallbackEntry<Value>] where Element == MergedObserver<Value> {
         var taken: [CallbackEntry<Value>] = []
-        while let first = items.first, first.depth + base == 0 {
-            taken.append(first.entry)
-            items = items.dropFirst()
+        while head < buffer.count, buffer[head].depth + base == 0 {
+            taken.append(buffer[head].entry)
+            buffer[head] = .filler  // the entry is in `taken`: nothing is released
+            head += 1
         }
         return taken
     }
 }
 
-/// The producers' cancellation handlers of a merge set, in order of depth (each depth's in the
-/// order they were added), each depth stored less `base`. A deque: a merge moves the longer side's
-/// buffer and copies the shorter into it, at either end, and a split copies the smaller part, so
-/// building or splitting a set level by level, in any order, costs constant amortised time per
-/// level however many handlers it holds. Nothing here releases a handler: every one removed from
-/// a buffer is in another buffer (the copies), and emptied buffers hold no handler.
+/// The producers' cancellation handlers of a merge set.
 @usableFromInline
-struct CancelHandlers: Sequence {
-    /// The handlers at `buffer[head...]`; the slots before `head` hold `filler`.
-    @usableFromInline var buffer: [CancelHandler] = []
-    /// `head`, in 32 bits: with `base` it fills one word, so the list costs the extras box one
-    /// word more than an array would.
+typealias CancelHandlers = LevelDeque<CancelHandler>
+
+extension LevelDeque where Element == CancelHandler {
+    /// Adds a handler at `depth`, after those of its depth (and before the deeper ones).
+    @usableFromInline
+    mutating func add(depth: Int32, run: @escaping @Sendable () -> Void) {
+        insert(CancelHandler(depth: depth, run: run))
+    }
+}
+
+/// What a merge set keeps per level, in order of depth (each depth's in the order added), each
+/// depth stored less `base`: the producers' cancellation handlers, the observers it carries.
+///
+/// A deque: a merge moves the longer side's buffer and copies the shorter into it, at its end or
+/// before its head, and a split copies the smaller part, so building or splitting a set level by
+/// level, in any order, costs constant amortised time per level however many elements it holds;
+/// and with depths stored less a base, a shift rewrites no element. Nothing here releases the
+/// last reference to an element: every one removed from a buffer is in another buffer (the
+/// copies), and the slots emptied hold a ``Leveled/filler``, which holds nothing. Buffers it lets
+/// go of are released with the extras box that holds the deque, after its future's lock.
+@usableFromInline
+struct LevelDeque<Element: Leveled>: Sequence {
+    /// The elements at `buffer[head...]`; the slots before `head` hold fillers.
+    @usableFromInline var buffer: [Element] = []
+    /// `head`, in 32 bits: with `base` it fills one word, so the deque costs one word more than an
+    /// array would.
     @usableFromInline var storedHead: Int32 = 0
     @usableFromInline var base: Int32 = 0
 
@@ -240,50 +227,60 @@ struct CancelHandlers: Sequence {
     @inlinable init() {}
 
     @inlinable var isEmpty: Bool { head == buffer.count }
-    var count: Int { buffer.count - head }
+    @inlinable var count: Int { buffer.count - head }
 
-    /// The handler with the smallest depth, its depth absolute.
-    var first: CancelHandler? { isEmpty ? nil : absolute(buffer[head]) }
-    /// The handler with the largest depth, its depth absolute.
-    var last: CancelHandler? { isEmpty ? nil : absolute(buffer[buffer.count - 1]) }
+    /// The element with the smallest depth, its depth absolute.
+    var first: Element? { isEmpty ? nil : absolute(buffer[head]) }
+    /// The element with the largest depth, its depth absolute.
+    var last: Element? { isEmpty ? nil : absolute(buffer[buffer.count - 1]) }
 
-    /// What fills the slots before the head (a closure that captures nothing: no allocation).
-    static var filler: CancelHandler { CancelHandler(depth: 0, run: {}) }
-
-    @inlinable func absolute(_ handler: CancelHandler) -> CancelHandler {
-        CancelHandler(depth: handler.depth + base, run: handler.run)
+    @inlinable func absolute(_ element: Element) -> Element {
+        var element = element
+        element.depth += base
+        return element
     }
 
     @usableFromInline
     struct Iterator: IteratorProtocol {
-        @usableFromInline let handlers: CancelHandlers
+        @usableFromInline let deque: LevelDeque
         @usableFromInline var index: Int
 
-        @inlinable init(handlers: CancelHandlers, index: Int) {
-            self.handlers = handlers
+        @inlinable init(deque: LevelDeque, index: Int) {
+            self.deque = deque
             self.index = index
         }
 
-        @inlinable mutating func next() -> CancelHandler? {
-            guard index < handlers.buffer.count else { return nil }
+        @inlinable mutating func next() -> Element? {
+            guard index < deque.buffer.count else { return nil }
             defer { index += 1 }
-            return handlers.absolute(handlers.buffer[index])
+            return deque.absolute(deque.buffer[index])
         }
     }
 
-    /// The handlers in order, their depths absolute.
-    @inlinable func makeIterator() -> Iterator { Iterator(handlers: self, index: head) }
+    /// The elements in order, their depths absolute.
+    @inlinable func makeIterator() -> Iterator { Iterator(deque: self, index: head) }
 
-    /// Adds a handler at `depth`, after those of its depth (and before the deeper ones).
+    /// Appends `element` (its depth absolute), as deep as the deepest element here or deeper.
+    @inlinable
+    mutating func append(_ element: Element) {
+        var stored = element
+        stored.depth -= base
+        assert(isEmpty || buffer[buffer.count - 1].depth <= stored.depth, "appended out of the order of depths")
+        buffer.append(stored)
+    }
+
+    /// Inserts `element` (its depth absolute) after the elements of its depth and before the
+    /// deeper ones.
     @usableFromInline
-    mutating func add(depth: Int32, run: @escaping @Sendable () -> Void) {
-        let stored = CancelHandler(depth: depth - base, run: run)
+    mutating func insert(_ element: Element) {
+        var stored = element
+        stored.depth -= base
         if isEmpty || buffer[buffer.count - 1].depth <= stored.depth {
             buffer.append(stored)
             return
         }
-        // The first handler deeper than `depth` (a producer of a shallower level added one after
-        // its level merged: rare).
+        // The first element deeper than `depth` (a producer of a shallower level added a handler
+        // after its level merged: rare).
         var low = head, high = buffer.count - 1
         while low < high {
             let middle = (low + high) / 2
@@ -292,65 +289,71 @@ struct CancelHandlers: Sequence {
         buffer.insert(stored, at: low)
     }
 
-    /// Takes in `other`'s handlers, `shift` deeper than they were there (each deeper than every
-    /// handler here), and leaves `other` empty: the longer side's buffer is kept and the shorter
-    /// side's handlers are copied into it, at its end or before its head.
+    /// Takes in `other`'s elements, `shift` deeper than they were there (each as deep as every
+    /// element here or deeper), and leaves `other` empty: the longer side's buffer is kept and the
+    /// shorter side's elements are copied into it, at its end or before its head.
     @inline(__always)
-    mutating func absorb(_ other: inout CancelHandlers, shiftedBy shift: Int32) {
+    mutating func absorb(_ other: inout LevelDeque, shiftedBy shift: Int32) {
         if other.isEmpty { return }
         if other.count <= count {
             // (No `reserveCapacity`: reserving the exact count would reallocate at every merge.)
-            for handler in other { buffer.append(CancelHandler(depth: handler.depth + shift - base, run: handler.run)) }
-            other = CancelHandlers()
+            for element in other {
+                var moved = element
+                moved.depth += shift
+                append(moved)
+            }
+            other = LevelDeque()
             return
         }
         // The other side is longer: its buffer becomes this one's, these go before its head.
-        var taken = CancelHandlers()
+        var taken = LevelDeque()
         swap(&taken, &other)
         taken.base += shift
         taken.prepend(self)
         self = taken
     }
 
-    /// Puts `front`'s handlers (each shallower than every handler here) before the head, making
-    /// room at the front (as much again as the list holds) when there is not enough.
-    mutating func prepend(_ front: CancelHandlers) {
+    /// Puts `front`'s elements (each as shallow as every element here or shallower) before the
+    /// head, making room at the front (as much again as the deque holds) when there is not enough.
+    mutating func prepend(_ front: LevelDeque) {
         let needed = front.count
         if needed == 0 { return }
         if head < needed {
             let room = needed + count
-            var grown: [CancelHandler] = []
+            var grown: [Element] = []
             grown.reserveCapacity(room + count)
-            for _ in 0..<room { grown.append(Self.filler) }
+            for _ in 0..<room { grown.append(Element.filler) }
             grown.append(contentsOf: buffer[head...])
             buffer = grown
             head = room
         }
         var index = head - needed
-        for handler in front {
-            buffer[index] = CancelHandler(depth: handler.depth - base, run: handler.run)
+        for element in front {
+            var stored = element
+            stored.depth -= base
+            buffer[index] = stored
             index += 1
         }
         head -= needed
     }
 
-    /// Takes off the handlers of the depths from `depth` down and returns them, their depths
+    /// Takes off the elements of the depths from `depth` down and returns them, their depths
     /// counted from `depth`; copies only the smaller part.
-    mutating func cut(at depth: Int32) -> CancelHandlers {
+    mutating func cut(at depth: Int32) -> LevelDeque {
         var low = head, high = buffer.count
         while low < high {
             let middle = low + (high - low) / 2
             if buffer[middle].depth + base >= depth { high = middle } else { low = middle + 1 }
         }
-        var below = CancelHandlers()
+        var below = LevelDeque()
         if low == buffer.count { return below }
         if low - head < buffer.count - low {
             // The part above is the smaller: it is copied, and the buffer goes below.
-            var above = CancelHandlers()
+            var above = LevelDeque()
             above.base = base
             above.buffer.reserveCapacity(low - head)
             above.buffer.append(contentsOf: buffer[head..<low])
-            for index in head..<low { buffer[index] = Self.filler }
+            for index in head..<low { buffer[index] = Element.filler }
             below.buffer = buffer
             below.head = low
             below.base = base - depth
@@ -363,21 +366,33 @@ struct CancelHandlers: Sequence {
         return below
     }
 
-    /// In debug builds, traps unless the depths are in order (only the ends past 64 handlers).
+    /// In debug builds, traps unless the head lies in the buffer and the depths are in order (past
+    /// 64 elements only the ends are checked: a full check per transition would make a long loop
+    /// quadratic in debug builds).
     func _checkInvariants() {
         #if DEBUG
-        precondition(head >= 0 && head <= buffer.count, "a handler list's head outside its buffer")
+        precondition(head >= 0 && head <= buffer.count, "a level deque's head outside its buffer")
         let live = buffer[head...]
         let checked = live.count <= 64 ? live : live.prefix(2) + live.suffix(2)
-        precondition(zip(checked, checked.dropFirst()).allSatisfy { $0.depth <= $1.depth }, "cancel handlers out of the order of their levels")
+        precondition(zip(checked, checked.dropFirst()).allSatisfy { $0.depth <= $1.depth }, "elements out of the order of their levels")
         #endif
     }
+}
+
+/// An element of a ``LevelDeque``: it belongs to a level of a merge set.
+@usableFromInline
+protocol Leveled {
+    /// The depth of the element's level (less its deque's base, in the deque).
+    var depth: Int32 { get set }
+    /// What fills the slots of a buffer that hold no element: it holds no reference and costs no
+    /// allocation.
+    static var filler: Self { get }
 }
 
 /// A producer cancellation handler, with the depth (below the future that holds the state) of the
 /// future whose producer added it.
 @usableFromInline
-struct CancelHandler {
+struct CancelHandler: Leveled {
     @usableFromInline var depth: Int32
     @usableFromInline let run: @Sendable () -> Void
 
@@ -385,6 +400,9 @@ struct CancelHandler {
         self.depth = depth
         self.run = run
     }
+
+    /// A closure that captures nothing: no allocation.
+    @inlinable static var filler: CancelHandler { CancelHandler(depth: 0, run: {}) }
 }
 
 /// Where the futures merged into a split future keep their state: a table of thresholds, each with

@@ -194,7 +194,7 @@ extension FutureStorage {
     /// which the completion detaches, so that nothing else changes the set meanwhile.
     @usableFromInline @inline(never)
     final func runMergedObserversFirst() {
-        guard let extras, let observers = extras.merge.observers, !observers.items.isEmpty else { return }
+        guard let extras, let observers = extras.merge.observers, !observers.isEmpty else { return }
         var list = CallbackList<Value>()
         list.append(.carried(extras))
         list.append(contentsOf: callbacks)
@@ -498,17 +498,6 @@ extension FutureStorage {
         assertLocked()
         return phase == .pending && consumers == 0 && callbacks.holdsOnlyObservers
             && progress?.observers.isEmpty ?? true && extras?.onDemand == nil && extras?.completionToken == nil
-            && carriesFewObservers
-    }
-
-    /// Whether the observers this future carries are few enough to copy into an adopter. A merge
-    /// copies them (with their depths); a chain built from the bottom up, each new future adopting
-    /// the set made so far, would copy them all at every level. Past the limit the adopter waits
-    /// instead, and the next adopter merges with it: sets of at most that many observed levels,
-    /// each waiting on the next.
-    @usableFromInline
-    final var carriesFewObservers: Bool {
-        (extras?.merge.observerCount ?? 0) <= 64
     }
 
     /// This pending adopter adopted `never`: nothing but cancellation completes it now.

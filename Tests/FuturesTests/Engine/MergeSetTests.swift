@@ -206,6 +206,30 @@ struct MergeSetTests {
         #expect(set.count == 1 && moves <= 2, "\(moves) moves")
     }
 
+    /// The same for carried observers: a set built from the bottom up keeps moving its buffer to
+    /// the new root, which puts its own level's observer before the head.
+    @Test(arguments: [false, true])
+    func observersMoveInConstantAmortisedTimePerLevel(bottomUp: Bool) {
+        let levels = 20_000
+        var set = MergedObservers<Int>()
+        set.append(.success { _ in }, depth: 0)
+        var reallocations = 0
+        for level in 1..<levels {
+            let before = set.buffer.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+            var single = MergedObservers<Int>()
+            single.append(.success { _ in }, depth: 0)
+            if bottomUp {
+                single.absorb(&set, shiftedBy: 1)
+                set = single
+            } else {
+                set.absorb(&single, shiftedBy: Int32(level))
+            }
+            if set.buffer.withUnsafeBufferPointer({ UnsafeRawPointer($0.baseAddress) }) != before { reallocations += 1 }
+        }
+        #expect(set.count == levels && set.map(\.depth) == (0..<Int32(levels)).map { $0 })
+        #expect(reallocations <= 40, "\(reallocations) reallocations for \(levels) levels")
+    }
+
     /// A loop that observes every level keeps one carried observer per level until it completes:
     /// its size is most of what observing a level costs.
     @Test func aCarriedObserverTakesFourWords() {

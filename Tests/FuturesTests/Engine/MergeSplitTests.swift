@@ -478,18 +478,24 @@ struct MergeSplitTests {
     }
 
     /// A chain built from the bottom up, each new observed promise adopting the set made so far:
-    /// every observer runs once, the deepest first.
-    @Test func anObservedChainBuiltBottomUpRunsEachObserverOnce() {
+    /// every level merges, however many observers the set carries already (its buffer moves up
+    /// to the new root, which copies only its own), and every observer runs once, the deepest
+    /// first.
+    @Test func anObservedChainBuiltBottomUpMergesAndRunsEachObserverOnce() {
         let levels = 1_000
         let producer = Promise<Int>()
         let seen = Recorder<Int>()
         var inner = producer.future
+        var chain: [Future<Int>] = []
         for level in 0..<levels {
             let promise = Promise<Int>()
             promise.future.whenSuccess(on: .immediate) { _ in seen.append(level) }
             #expect(promise.complete(with: inner))
             inner = promise.future
+            chain.append(inner)
         }
+        let waiting = chain.dropLast().filter { level in LockTable.withLock(level.storage) { level.storage.phase } != .linked }
+        #expect(waiting.isEmpty, "\(waiting.count) of \(levels - 1) levels waited instead of merging")
         #expect(producer.succeed(1))
         #expect(inner.outcome?.value == 1)
         #expect(seen.all == Array(0..<levels))
