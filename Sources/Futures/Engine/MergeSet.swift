@@ -279,14 +279,29 @@ struct LevelDeque<Element: Leveled>: Sequence {
             buffer.append(stored)
             return
         }
-        // The first element deeper than `depth` (a producer of a shallower level added a handler
-        // after its level merged: rare).
+        if stored.depth < buffer[head].depth {
+            // Before every element (a producer adding its handler after its level merged into a
+            // set built from the bottom up, or armed from the deepest level up): the slot before
+            // the head, in constant amortised time.
+            var single = LevelDeque()
+            single.append(element)
+            prepend(single)
+            return
+        }
+        // The first element deeper than `depth`: the shorter side moves by one slot.
         var low = head, high = buffer.count - 1
         while low < high {
             let middle = (low + high) / 2
             if buffer[middle].depth > stored.depth { high = middle } else { low = middle + 1 }
         }
-        buffer.insert(stored, at: low)
+        if head > 0 && low - head < buffer.count - low {
+            // The filler before the head moves up to `low - 1`, the elements before it down.
+            for index in head..<low { buffer.swapAt(index - 1, index) }
+            head -= 1
+            buffer[low - 1] = stored
+        } else {
+            buffer.insert(stored, at: low)
+        }
     }
 
     /// Takes in `other`'s elements, `shift` deeper than they were there (each as deep as every

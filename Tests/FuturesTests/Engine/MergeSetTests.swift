@@ -206,6 +206,31 @@ struct MergeSetTests {
         #expect(set.count == 1 && moves <= 2, "\(moves) moves")
     }
 
+    /// A handler added before every other (its producer armed it after its level merged into a
+    /// set built from the bottom up) takes the slot before the head: the others stay where they
+    /// are, and the buffer grows a logarithmic number of times. One added in the middle moves the
+    /// shorter side by one slot.
+    @Test func handlersAddedBeforeTheOthersTakeTheSlotsBeforeTheHead() {
+        let levels: Int32 = 20_000
+        var handlers = CancelHandlers()
+        handlers.add(depth: levels) {}
+        var reallocations = 0
+        for depth in stride(from: levels - 1, through: 0, by: -1) {
+            let before = Self.address(handlers)
+            handlers.add(depth: depth) {}
+            if Self.address(handlers) != before { reallocations += 1 }
+        }
+        #expect(handlers.map(\.depth) == Array(0...levels))
+        #expect(reallocations <= 40, "\(reallocations) reallocations for \(levels) handlers")
+        let log = Log()
+        handlers.add(depth: 3, run: log.handler("second at 3"))
+        handlers.add(depth: levels - 3, run: log.handler("second near the end"))
+        #expect(handlers.map(\.depth) == Array(0...3) + [3] + Array(4...(levels - 3)) + [levels - 3] + Array((levels - 2)...levels))
+        for handler in handlers { handler.run() }
+        #expect(log.take() == ["second at 3", "second near the end"])
+        handlers._checkInvariants()
+    }
+
     /// The same for carried observers: a set built from the bottom up keeps moving its buffer to
     /// the new root, which puts its own level's observer before the head.
     @Test(arguments: [false, true])
