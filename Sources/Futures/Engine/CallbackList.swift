@@ -159,9 +159,14 @@ struct CallbackList<Value: Sendable> {
     /// Whether a future registered here may wait on this list's future: any entry with a key (a
     /// derived future, an adopter, a join, an awaiting task), or more entries than are worth
     /// looking through at every adoption. Observers (entries without a key) wait on nothing.
-    var mayHoldWaiter: Bool {
-        guard let first else { return false }
-        guard first.key == nil else { return true }
+    /// (The empty list, the usual case, is decided inline: unspecialised, that needs no metadata
+    /// of the entry type.)
+    @inlinable @inline(__always)
+    var mayHoldWaiter: Bool { isEmpty ? false : entriesMayHoldWaiter }
+
+    @usableFromInline
+    var entriesMayHoldWaiter: Bool {
+        guard first!.key == nil else { return true }
         guard let rest else { return false }
         guard rest.count <= 8 else { return true }
         for entry in rest where entry?.key != nil { return true }
