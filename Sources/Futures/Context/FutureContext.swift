@@ -75,8 +75,9 @@ public protocol FutureContextCarrier: Sendable {
 /// (`whenComplete`, `whenSuccess`, `whenProgress`, ...), callbacks on joins, timeouts and retries,
 /// a promise's and a token's `onCancel`, the work of `Future(on:)` and `Future.deferred`, the
 /// operations of a `FutureQueue` (each with the context of the `add` that queued it), the work of a
-/// `FutureOperation` (with the context where it was made, so for `OperationQueue.addFuture` that
-/// of the call), and the callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
+/// `FutureOperation` and the key-value notifications of its cancellation and its finishing (with
+/// the context where it was made, so for `OperationQueue.addFuture` that of the call), and the
+/// callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
 /// values of the call that made it, as every `Task` does.
 ///
 /// Without a carrier installed, a registration pays one relaxed atomic load, and nothing else (on
