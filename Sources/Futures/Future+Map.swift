@@ -184,13 +184,26 @@ extension Future {
         map(hop: Hop(executor), transform).made("map", file, line)
     }
 
+    /// A future derived from this one that completes like it: a consumer for a bridge. Its step
+    /// runs no user code, so it captures no context (see ``FutureContext``).
     @inlinable
-    func map<NewValue>(hop: Hop, _ transform: @escaping @Sendable (Value) throws -> NewValue) -> Future<NewValue> {
+    package func consumer(file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
+        map(hop: .inline, carryingContext: false) { $0 }.made("map", file, line)
+    }
+
+    /// With `carryingContext: false`, for the library's own conversions that run no user code
+    /// (`.inline` only), the step captures no context.
+    @inlinable
+    func map<NewValue>(
+        hop: Hop,
+        carryingContext: Bool = true,
+        _ transform: @escaping @Sendable (Value) throws -> NewValue
+    ) -> Future<NewValue> {
         switch hop {
         case .inline:
             // The callback captures the derived future alone (see ``MappedStorage``).
             let derived = MappedStorage<Value, NewValue>(transform)
-            storage.register({ outcome in derived.receive(outcome) }, derived: derived)
+            storage.register({ outcome in derived.receive(outcome) }, derived: derived, carryingContext: carryingContext)
             return Future<NewValue>(storage: derived)
         case .executor:
             let derived = FutureStorage<NewValue>()

@@ -54,7 +54,7 @@ extension Future {
         }
         if MainQueue.isCurrent { return try outcomeRunningTheMainQueue() }
         let semaphore = DispatchSemaphore(value: 0)
-        storage.register({ _ in semaphore.signal() }, asConsumer: true)
+        storage.register({ _ in semaphore.signal() }, asConsumer: true, carryingContext: false)
         semaphore.wait()
         return storage.outcome!
     }
@@ -63,7 +63,7 @@ extension Future {
     private func outcomeRunningTheMainQueue() throws(FutureError) -> Outcome<Value> {
         // The completion wakes the run loop with an empty block on the main queue: a wait that the
         // main queue's own jobs end wakes anyway, as running a job returns from `run(mode:before:)`.
-        storage.register({ _ in DispatchQueue.main.async {} }, asConsumer: true)
+        storage.register({ _ in DispatchQueue.main.async {} }, asConsumer: true, carryingContext: false)
         while true {
             if let outcome = storage.outcome { return outcome }
             // `false`: the run loop has nothing it could run, which on the main thread means the

@@ -47,7 +47,7 @@ public struct FuturePublisher<Value: Sendable>: Publisher, Sendable {
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Value, S.Failure == any Error {
         // The subscription is a consumer from the start (a future derived with `map` is one), so the
         // future is not cancelled for want of consumers while the subscriber receives it.
-        let subscription = FutureSubscription(subscriber: subscriber, consumer: future.map(on: .immediate) { $0 })
+        let subscription = FutureSubscription(subscriber: subscriber, consumer: future.consumer())
         subscriber.receive(subscription: subscription)
         subscription.follow()
     }

@@ -70,7 +70,7 @@ extension Future {
         let promise = eventLoop.makePromise(of: Value.self, file: file, line: line)
         // A derived future is a consumer that never withdraws; its callback hands the outcome over
         // on whichever thread completes it, and NIO moves it to the loop.
-        map(on: .immediate) { $0 }.whenComplete(on: .immediate) { outcome in
+        consumer().whenComplete(on: .immediate) { outcome in
             promise.completeWith(outcome.result)
         }
         return promise.futureResult

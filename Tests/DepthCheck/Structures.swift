@@ -207,6 +207,18 @@ func makeStructures() -> [Structure] { [
               build: chain { f, _ in f.delayed(by: .zero) }, expect: passThrough),
     Structure(name: "deferred", kind: "chain", endings: chainEndings,
               build: chain { f, _ in Future.deferred { f } }, expect: passThrough),
+    // One deferred future observed `depth` times without being started (what `Future.withSpan`
+    // does to a deferred future, once per span): each observer waits in the future's callbacks, so
+    // starting it, or freeing it unstarted, must not run a nest of `depth` closures.
+    Structure(name: "observedDeferred", kind: "chain", endings: chainEndings,
+              build: { n in
+                  let built = Built()
+                  let root = rootPromise(built).future
+                  let deferred = Future.deferred { root }
+                  for _ in 0..<n { deferred.whenCompleteWithoutStarting { _ in } }
+                  built.outer = deferred
+                  return built
+              }, expect: passThrough),
     Structure(name: "retry", kind: "chain", endings: chainEndings,
               build: chain { f, _ in Future.retry(attempts: 1) { f } }, expect: passThrough),
     Structure(name: "queue", kind: "chain", endings: chainEndings,

@@ -150,6 +150,37 @@ struct RunAtOnce: Executor {
 nonisolated(unsafe) var escaped: AnyObject?
 @inline(never) func escape(_ object: AnyObject) { escaped = object }
 
+func failureCallbackHop() {
+    let promise = Promise<Int>()
+    escape(promise)
+    promise.future.whenFailure(on: RunAtOnce()) { _ in }
+    promise.succeed(1)
+}
+
+func cancelledCallbackHop() {
+    let promise = Promise<Int>()
+    escape(promise)
+    promise.future.whenCancelled(on: RunAtOnce()) {}
+    promise.succeed(1)
+}
+
+func pendingCallbackHop() {
+    let promise = Promise<Int>()
+    escape(promise)
+    promise.future.whenComplete(on: RunAtOnce()) { _ in }
+    promise.succeed(1)
+}
+
+func zipCallback() {
+    let first = Promise<Int>()
+    let second = Promise<Int>()
+    escape(first)
+    escape(second)
+    Future.zip(first.future, second.future).whenComplete(on: .immediate) { _ in }
+    first.succeed(1)
+    second.succeed(2)
+}
+
 let allocationScenarios: [String: (Int) -> Void] = [
     // A promise completed with nothing registered.
     "promise": { units in
@@ -158,6 +189,38 @@ let allocationScenarios: [String: (Int) -> Void] = [
             escape(promise)
             promise.succeed(1)
         }
+    },
+    // Registrations through an executor on a future that then succeeds, without a context carrier
+    // and with one (`carried-`: a value current; `carried-none-`: none; `two-carriers-`: two
+    // installed, a value of one). `whenFailure` and `whenCancelled` are released unrun.
+    "failure-callback-hop": { units in
+        for _ in 0..<units { failureCallbackHop() }
+    },
+    "carried-failure-callback-hop": { units in
+        withOneCarrier("r") { for _ in 0..<units { failureCallbackHop() } }
+    },
+    "cancelled-callback-hop": { units in
+        for _ in 0..<units { cancelledCallbackHop() }
+    },
+    "carried-cancelled-callback-hop": { units in
+        withOneCarrier("r") { for _ in 0..<units { cancelledCallbackHop() } }
+    },
+    "carried-pending-callback-hop": { units in
+        withOneCarrier("r") { for _ in 0..<units { pendingCallbackHop() } }
+    },
+    "carried-none-pending-callback-hop": { units in
+        withOneCarrier(nil) { for _ in 0..<units { pendingCallbackHop() } }
+    },
+    "two-carriers-pending-callback-hop": { units in
+        withTwoCarriersOneValue { for _ in 0..<units { pendingCallbackHop() } }
+    },
+    // A zip of two promises' futures with one `.immediate` callback, the promises then succeeded;
+    // with a carrier only that callback captures a context.
+    "zip-callback": { units in
+        for _ in 0..<units { zipCallback() }
+    },
+    "carried-zip-callback": { units in
+        withOneCarrier("r") { for _ in 0..<units { zipCallback() } }
     },
     // A pending future with one callback, then completed.
     "pending-callback": { units in

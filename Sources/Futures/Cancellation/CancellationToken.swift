@@ -57,14 +57,21 @@ public struct CancellationToken: Sendable, Hashable {
     ///   - other: the token whose cancellation makes the handler unnecessary.
     ///   - handler: the work to do on cancellation.
     public func onCancel(unless other: CancellationToken, _ handler: @escaping @Sendable () -> Void) {
+        onCancel(unless: other, carryingContext: true, handler)
+    }
+
+    /// ``onCancel(unless:_:)``; with `carryingContext: false`, for the library's own handlers that
+    /// run no user code, the handler captures no context.
+    func onCancel(unless other: CancellationToken, carryingContext: Bool, _ handler: @escaping @Sendable () -> Void) {
         guard let core else { return }
+        let handler = carryingContext ? FutureContext.carrying(handler) : handler
         guard let otherCore = other.core else {
-            onCancel(handler)
+            _ = core.add(handler)
             return
         }
         // Cancelled "unless cancelled first": the condition always wins.
         if otherCore === core || otherCore.phase == .cancelled { return }
-        UnlessRegistration.register(FutureContext.carrying(handler), on: core, unless: otherCore)
+        UnlessRegistration.register(handler, on: core, unless: otherCore)
     }
 
     /// A token cancelled as soon as either `first` or `second` is.

@@ -36,7 +36,7 @@ extension Future {
         let derived = FutureStorage<Value>()
         storage.register({ outcome in
             _ = derived.finish(outcome, origin: derived)
-        }, derived: derived)
+        }, derived: derived, carryingContext: false)  // runs no user code: passes the outcome on
         derived.cancel(when: token)
         return Future(storage: derived)
     }

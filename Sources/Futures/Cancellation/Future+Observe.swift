@@ -31,7 +31,7 @@ extension Future {
         let branch = FutureStorage<Value>()
         storage.register({ outcome in
             _ = branch.finish(outcome, origin: branch)
-        }, derived: branch, consumer: false)
+        }, derived: branch, consumer: false, carryingContext: false)  // runs no user code
         return Future(storage: branch)
     }
 }

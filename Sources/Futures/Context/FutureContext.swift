@@ -75,8 +75,9 @@ public protocol FutureContextCarrier: Sendable {
 /// (`whenComplete`, `whenSuccess`, `whenProgress`, ...), callbacks on joins, timeouts and retries,
 /// a promise's and a token's `onCancel`, the work of `Future(on:)` and `Future.deferred`, the
 /// operations of a `FutureQueue` (each with the context of the `add` that queued it), the work of a
-/// `FutureOperation` (with the context where it was made, so for `OperationQueue.addFuture` that
-/// of the call), and the callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
+/// `FutureOperation` and the key-value notifications of its cancellation and its finishing (with
+/// the context where it was made, so for `OperationQueue.addFuture` that of the call), and the
+/// callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
 /// values of the call that made it, as every `Task` does.
 ///
 /// Without a carrier installed, a registration pays one relaxed atomic load, and nothing else (on
@@ -84,7 +85,10 @@ public protocol FutureContextCarrier: Sendable {
 /// than the package's deployment targets). With carriers installed, a
 /// registration calls each carrier's ``FutureContextCarrier/capture()`` once and wraps the callback
 /// (one allocation), whether or not a value was captured: the wrapper restores the values, or
-/// their absence.
+/// their absence. With three carriers or more, a registration where any has a value allocates the
+/// list of values too. The library's own registrations, which run no user code (the steps of
+/// joins, `observe()`, `cancellable(by:)`, timeouts, races, `wait()`), capture nothing: a
+/// `zip` with one callback pays for that one callback.
 public enum FutureContext {
     /// Installs the carriers whose values follow callbacks, for the whole process.
     ///
@@ -152,6 +156,16 @@ public enum FutureContext {
     static func carryingInstalled<Argument>(_ work: @escaping @Sendable (Argument) -> Void) -> @Sendable (Argument) -> Void {
         guard let context = captureInstalled() else { return work }
         return { argument in context.restore { work(argument) } }
+    }
+
+    /// An error handler, `work`, made to run with the context current now; for callers that check
+    /// ``isInstalled`` first. Not the generic form: passing an `(any Error) -> Void` through a
+    /// generic parameter converts it to and from the generic representation, each conversion a
+    /// closure of its own.
+    @usableFromInline @inline(never)
+    static func carryingInstalled(_ work: @escaping @Sendable (any Error) -> Void) -> @Sendable (any Error) -> Void {
+        guard let context = captureInstalled() else { return work }
+        return { error in context.restore { work(error) } }
     }
 
     /// A derived future's step, `work`, made to run with the context current now; for callers
@@ -271,6 +285,13 @@ struct CarrierSet: @unchecked Sendable {
             guard let value = carriers[0].capture() else { return CapturedContext(.nothing(self)) }
             return CapturedContext(.one(value))
         }
+        if carriers.count == 2 {
+            // Held inline, in the callback's wrapper: no list to allocate.
+            let first = carriers[0].capture()
+            let second = carriers[1].capture()
+            if first == nil && second == nil { return CapturedContext(.nothing(self)) }
+            return CapturedContext(.two(first, second, self))
+        }
         // The list is made at the first value found: capturing nothing allocates nothing here.
         var values: [(any FutureContextCarrier)?]? = nil
         for (index, carrier) in carriers.enumerated() {
@@ -301,7 +322,9 @@ struct CapturedContext: Sendable {
         case one(any FutureContextCarrier)
         /// No carrier had a value: each runs the callback without one.
         case nothing(CarrierSet)
-        /// Several carriers, in the order installed, each with its value or `nil`.
+        /// Two carriers, in the order installed, each with its value or `nil` (not both `nil`).
+        case two((any FutureContextCarrier)?, (any FutureContextCarrier)?, CarrierSet)
+        /// Three carriers or more, in the order installed, each with its value or `nil`.
         case several([(any FutureContextCarrier)?], CarrierSet)
     }
 
@@ -315,8 +338,20 @@ struct CapturedContext: Sendable {
         switch values {
         case .one(let value): try value.restore(body)
         case .nothing(let set): try Self.restore(nil, set.carriers[...], body)
+        case .two(let first, let second, let set):
+            try Self.restore(first, set.carriers[0]) { try Self.restore(second, set.carriers[1], body) }
         case .several(let values, let set): try Self.restore(values[...], set.carriers[...], body)
         }
+    }
+
+    /// Restores `value`, or runs `carrier` without one.
+    private static func restore<R>(
+        _ value: (any FutureContextCarrier)?,
+        _ carrier: any FutureContextCarrier.Type,
+        _ body: () throws -> R
+    ) rethrows -> R {
+        if let value { return try value.restore(body) }
+        return try carrier.withoutValue(body)
     }
 
     /// Restores each carrier's value, or runs it without one, nested in the order installed (the

@@ -52,7 +52,7 @@ enum CallbackEntry<Value: Sendable> {
 
     /// This entry, made to run with the context current now, or its absence (see
     /// ``FutureContext``): itself unless a carrier is installed (one relaxed atomic load). A join's
-    /// member entry is left as it is: its sink restores the join's context.
+    /// member entry is left as it is: its sink runs no user code.
     @inlinable @inline(__always)
     func carryingContext() -> CallbackEntry {
         if _fastPath(!FutureContext.isInstalled) { return self }
@@ -91,11 +91,12 @@ final class MemberSink<Value: Sendable>: Sendable {
     /// The join's identity: with a member's index, the key of that member's registration.
     @usableFromInline let owner: ObjectIdentifier
 
-    /// A sink for the join `owner`; `receive` runs with the context current where the join is
-    /// made (see ``FutureContext``).
+    /// A sink for the join `owner`. `receive` carries no context (see ``FutureContext``): it runs
+    /// the join's own code, never user code, and completes the join, whose callbacks each carry
+    /// their registration's context.
     @inlinable init(owner: AnyObject, _ receive: @escaping @Sendable (Outcome<Value>, Int) -> Void) {
         self.owner = ObjectIdentifier(owner)
-        self.receive = FutureContext.carrying(receive)
+        self.receive = receive
     }
 }
 

@@ -212,7 +212,7 @@ extension Future {
         // Never-like members are held weakly, as any consumer holds them; if only they are left,
         // the join can never complete: it becomes never-like too (rather than a broken promise).
         if !neverLike.isEmpty, state.holdWeakly(neverLike) { promise.complete(with: .never) }
-        promise.onCancel { state.withdrawFromPending() }
+        promise.storage.onCancel { state.withdrawFromPending() }  // runs no user code: carries no context
         // Progress, set up only when someone follows the join's progress.
         let count = members.count  // not `members`: the join must not hold never-like ones strongly
         promise.storage.setProgressDemand { target in
@@ -226,7 +226,7 @@ extension Future {
             // Decided, the join leaves its members' progress: a long-lived loser keeps nothing of it.
             target.register({ _ in
                 for (_, member) in state.allMembers() { member.removeProgressFollower(key) }
-            }, asConsumer: false)
+            }, asConsumer: false, carryingContext: false)
         }
         return promise.future
     }

@@ -23,7 +23,7 @@ extension Sequence {
         for member in members {
             member.storage.register({ outcome in
                 slots[counter.next()].complete(outcome)
-            }, asConsumer: false)
+            }, asConsumer: false, carryingContext: false)  // runs no user code: passes the outcome on
         }
         return slots.map(\.future)
     }
@@ -58,7 +58,7 @@ extension Sequence {
             member.storage.register({ outcome in
                 continuation.yield((index, outcome))
                 if counter.next() == members.count - 1 { continuation.finish() }
-            }, asConsumer: false)
+            }, asConsumer: false, carryingContext: false)  // resumes a task, which has its own context
         }
         return stream
     }

@@ -64,13 +64,14 @@ extension Future {
         })
         // `until` keeps the contest (and so the winner's source) alive until it fires; the
         // registration is removed once the race ends with no winner to clean up.
-        until.onCancel(unless: contest.noWinner.token) { contest.cancelAll() }
+        // (It runs no user code: the operations' own handlers on their tokens carry their contexts.)
+        until.onCancel(unless: contest.noWinner.token, carryingContext: false) { contest.cancelAll() }
         // The join and the future the caller gets both show as this race.
         _ = raced.made("race", file, line, members: futures)
         let result = raced.cancelled(by: until).made("race", file, line)
         // Decided by what the caller gets: a winner's value, or nothing (then no token survives,
         // even an operation's that succeeded just as the race was cancelled).
-        result.storage.register({ outcome in contest.decided(won: outcome.isSuccess) }, asConsumer: false)
+        result.storage.register({ outcome in contest.decided(won: outcome.isSuccess) }, asConsumer: false, carryingContext: false)
         return result
     }
 }

@@ -19,10 +19,11 @@ extension Future {
     ) -> Future<(repeat each Element)> where Value == (repeat each Element) {
         var members: [Future<any Sendable>] = []
         for future in repeat each futures {
-            members.append(future.map(on: .immediate, file: file, line: line) { $0 as any Sendable })
+            // The conversions and the join run no user code: they capture no context.
+            members.append(future.map(hop: .inline, carryingContext: false) { $0 as any Sendable }.made("map", file, line))
         }
         return Future<[any Sendable]>.all(members, policy: .failFast, file: file, line: line)
-            .map(hop: .inline) { values in
+            .map(hop: .inline, carryingContext: false) { values in
                 let cursor = Cursor(values)
                 return (repeat cursor.next(as: (each Element).self))
             }

@@ -104,7 +104,8 @@ extension Future {
             storage.removeRegistration(RegistrationKey(feed))
         }
         storage.observeProgress(follower: ObjectIdentifier(feed)) { value, version in feed.yield(value, version: version) }
-        storage.register({ outcome in feed.finish(final: outcome.isSuccess ? 1 : nil) }, asConsumer: false, owner: feed)
+        // Ends the sequence, whose consumer's task has its own context: no user code runs here.
+        storage.register({ outcome in feed.finish(final: outcome.isSuccess ? 1 : nil) }, asConsumer: false, owner: feed, carryingContext: false)
         return stream
     }
 }

@@ -30,6 +30,10 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
 
     private let promise: Promise<Value>
     private let work: @Sendable () throws -> Future<Value>
+    /// The context where the operation is made (see ``FutureContext``), captured once: its work
+    /// runs with it, and so do the key-value notifications of its finishing, which run the queue's
+    /// and any other observer's code on whatever thread completes ``future``.
+    private let context: CapturedContext?
     private let state = Guarded(RunState.waiting)
     /// Set by the first `start()`: the work runs at most once, even if `start()` is called again.
     private let started = Guarded(false)
@@ -53,9 +57,12 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
     ) {
         promise = Promise(file: file, line: line)
         _ = promise.future.made("operation", file, line)
-        self.work = FutureContext.carryingThrowing(work)  // the context where the operation is made
+        self.work = work
+        context = FutureContext.capture()
         super.init()
-        promise.onCancel { [weak self] in self?.cancel() }
+        // Cancelling tells key-value observers too: with the context where the operation is made,
+        // restored here, so the handler captures none of its own.
+        promise.storage.onCancel { [weak self] in self?.withContext { self?.cancel() } }
     }
 
     public override var isAsynchronous: Bool { true }
@@ -66,14 +73,21 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
         guard started.withLock({ started in defer { started = true }; return !started }) else { return }
         guard !isCancelled else {
             promise.cancel()
-            move(to: .finished)
+            withContext { move(to: .finished) }
             return
         }
         move(to: .executing)
-        promise.future.storage.register({ [weak self] _ in self?.move(to: .finished) }, asConsumer: false, carryingContext: false)
+        // Restores the context itself: the registration captures none.
+        promise.future.storage.register({ [weak self] _ in self?.withContext { self?.move(to: .finished) } }, asConsumer: false, carryingContext: false)
         // Cancelled since the check above (from another thread): finish without running the work.
         guard !promise.isCancelled else { return }
-        do { promise.complete(with: try work()) } catch { promise.fail(error) }
+        do { promise.complete(with: try withContext(work)) } catch { promise.fail(error) }
+    }
+
+    /// Runs `body` with the context where the operation was made.
+    private func withContext<R>(_ body: () throws -> R) rethrows -> R {
+        guard let context else { return try body() }
+        return try context.restore(body)
     }
 
     public override func cancel() {

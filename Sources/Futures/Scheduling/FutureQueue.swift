@@ -60,7 +60,8 @@ public final class FutureQueue: Sendable {
         let start: @Sendable () -> Void = FutureContext.carrying { [self] in
             let started: Future<Value>
             do { started = try operation() } catch { started = Future(error: error) }
-            started.storage.register({ _ in self.finished() }, asConsumer: false)
+            // Runs no user code of its own: the next operation starts with the context of its `add`.
+            started.storage.register({ _ in self.finished() }, asConsumer: false, carryingContext: false)
             promise.complete(with: started)
         }
         let (id, runNow): (Int, Bool) = state.withLock { queue in
@@ -77,7 +78,7 @@ public final class FutureQueue: Sendable {
         if runNow {
             start()
         } else {
-            promise.onCancel { [state] in
+            promise.storage.onCancel { [state] in  // runs no user code: carries no context
                 let removed = state.withLock { $0.waiting.removeValue(forKey: id) }
                 releaseOutsideLock(removed)
             }

@@ -23,7 +23,7 @@ extension Future {
     ) -> Future<Value> {
         let promise = Promise<Value>(file: file, line: line)
         let timer = Timer.start(after: duration, clock: clock) { promise.succeed(value) }
-        promise.onCancel { timer.cancel() }
+        promise.storage.onCancel { timer.cancel() }  // runs no user code: carries no context
         return promise.future.made("after", file, line)
     }
 
@@ -47,7 +47,7 @@ extension Future {
                 _ = derived.finish(outcome, origin: derived)
             }
             derived.onCancel { timer.cancel() }
-        }, derived: derived)
+        }, derived: derived, carryingContext: false)  // runs no user code: passes the outcome on
         return Future(storage: derived).made("delayed", file, line)
     }
 
@@ -76,7 +76,7 @@ extension Future {
         // the timer exists (or, inside a drain loop, just after the running callback returns).
         storage.register({ outcome in
             _ = derived.finish(outcome, origin: derived)
-        }, derived: derived)
+        }, derived: derived, carryingContext: false)  // runs no user code: passes the outcome on
         if derived.outcome != nil { return Future(storage: derived).made("timeout", file, line) }
         let timer = Timer.start(after: duration, clock: clock) {
             // A source that completed before the deadline passed never times out, even if its
@@ -94,7 +94,7 @@ extension Future {
             if let upstream { Cancellation.withdraw(from: upstream) }
             _ = derived.finish(.failure(FutureError.timedOut), origin: timedOut)
         }
-        derived.register({ _ in timer.cancel() }, asConsumer: false)
+        derived.register({ _ in timer.cancel() }, asConsumer: false, carryingContext: false)
         return Future(storage: derived).made("timeout", file, line)
     }
 }

@@ -295,6 +295,23 @@ private final class Sightings: Sendable {
         #expect(try await added.value == "added")
     }
 
+    #if canImport(Darwin)
+    // (Swift key-value observing needs the Objective-C runtime.)
+    @Test func aFutureOperationFinishesWithTheContextWhereItWasMade() {
+        // The observers of its finishing run on the thread that completes its future.
+        let work = Promise<Int>()
+        let operation = with("made") { FutureOperation { work.future } }
+        let seen = Recorder<String?>()
+        let observation = operation.observe(\.isFinished) { operation, _ in
+            if operation.isFinished { seen.append(TestContext.label) }
+        }
+        with("starter") { operation.start() }
+        with("completer") { work.succeed(1) }
+        #expect(seen.all == ["made"])
+        observation.invalidate()
+    }
+    #endif
+
     @Test func eachRegistrationCapturesOnceAndEachRunRestoresOnce() async {
         await #expect(processExitsWith: .success) {
             FutureContext.bootstrap(CountingCarrier.self)
@@ -456,6 +473,40 @@ private final class Sightings: Sendable {
             fetch.succeed(1)
             let counts = CountingCarrier.counts.withLock { $0 }
             guard counts == CountingCarrier.Counts(captures: 1, restores: 1, withoutValue: 0),
+                !CountingCarrier.mismatch.withLock({ $0 })
+            else { exit(3) }
+        }
+    }
+
+    @Test func theLibrarysOwnRegistrationsCaptureNoContext() async {
+        await #expect(processExitsWith: .success) {
+            FutureContext.bootstrap(CountingCarrier.self)
+            let first = Promise<Int>()
+            let second = Promise<Int>()
+            let source = CancellationSource()
+            let observe: @Sendable (Future<Int>) -> Void = { future in
+                future.whenComplete(on: .immediate) { _ in CountingCarrier.check("caller") }
+            }
+            CountingCarrier.$tag.withValue("caller") {
+                // Joins, branches, timeouts, races, the bridges' consumers: their own steps run no
+                // user code, so only the caller's callbacks capture, one each.
+                Future.zip(first.future, second.future).whenComplete(on: .immediate) { _ in CountingCarrier.check("caller") }
+                observe(Future.all([first.future, second.future]).map(on: .immediate) { $0[0] })
+                observe(Future.race([first.future, second.future]))
+                observe(first.future.observe())
+                observe(first.future.cancellable(by: source.token))
+                observe(first.future.timeout(after: .seconds(600)))
+                for slot in [first.future, second.future].orderedByCompletion() { observe(slot) }
+            }
+            let registered = CountingCarrier.counts.withLock { $0 }
+            CountingCarrier.$tag.withValue("completer") {
+                first.succeed(1)
+                second.succeed(2)
+            }
+            let counts = CountingCarrier.counts.withLock { $0 }
+            // Eight callbacks and one `map`: nine captures, each restored once.
+            guard registered.captures == 9,
+                counts == CountingCarrier.Counts(captures: 9, restores: 9, withoutValue: 0),
                 !CountingCarrier.mismatch.withLock({ $0 })
             else { exit(3) }
         }

@@ -111,6 +111,35 @@ struct AllocationBudgetTests {
         #expect(continuation > 0, "the meter counts a task's allocations")
     }
 
+    /// What a context carrier adds to a registration (see `FutureContext`): exactly one
+    /// allocation, the callback's wrapper, whatever the kind of callback, whether or not a value
+    /// was captured, with two carriers installed; and a join's own registrations capture nothing,
+    /// so a zip with one callback costs that one too.
+    struct CarriedCost: Sendable, CustomTestStringConvertible {
+        var plain: String
+        var carried: String
+        var testDescription: String { carried }
+    }
+
+    static let carriedCosts = [
+        CarriedCost(plain: "pending-callback-hop", carried: "carried-pending-callback-hop"),
+        CarriedCost(plain: "pending-callback-hop", carried: "carried-none-pending-callback-hop"),
+        CarriedCost(plain: "pending-callback-hop", carried: "two-carriers-pending-callback-hop"),
+        CarriedCost(plain: "failure-callback-hop", carried: "carried-failure-callback-hop"),
+        CarriedCost(plain: "cancelled-callback-hop", carried: "carried-cancelled-callback-hop"),
+        CarriedCost(plain: "zip-callback", carried: "carried-zip-callback"),
+    ]
+
+    @Test(arguments: carriedCosts)
+    func aCarrierCostsARegistrationOneAllocation(cost: CarriedCost) throws {
+        guard let (plain, _) = try allocationsPerOperation(cost.plain),
+              let (carried, _) = try allocationsPerOperation(cost.carried) else { return }
+        #if !DEBUG
+        #expect(carried == plain + 1, "\(cost.plain): \(plain) allocations, \(cost.carried): \(carried)")
+        #endif
+        #expect(plain > 0, "the meter counts")
+    }
+
     /// The meter counts: a promise allocates at least its storage, in any build.
     @Test func theAllocationMeterCounts() throws {
         guard let (allocations, bytes) = try allocationsPerOperation("promise") else { return }
