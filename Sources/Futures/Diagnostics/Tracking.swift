@@ -194,11 +194,18 @@ enum Tracking {
         let memberIDs = members.compactMap { id(of: $0) }
         let scope = currentScope
         let made = ContinuousClock.now
+        #if canImport(Darwin)
+        // The counter is under the lock of `state` there, which is never taken under a stripe: the
+        // id is drawn first (a future tracked twice leaves a number unused).
+        let drawn: UInt64? = newID()
+        #else
+        let drawn: UInt64? = nil
+        #endif
         let replaced = withStripe(LockTable.index(of: node)) { records -> Record? in
             node.flags |= StorageFlags.tracked
             guard let old = records[key] else {
                 records[key] = Record(
-                    id: newID(), key: key, object: .passUnretained(node), type: FutureStorage<Value>.self, kind: kind, file: file,
+                    id: drawn ?? newID(), key: key, object: .passUnretained(node), type: FutureStorage<Value>.self, kind: kind, file: file,
                     line: line, made: made, name: name, members: memberIDs, scope: scope)
                 return nil
             }
