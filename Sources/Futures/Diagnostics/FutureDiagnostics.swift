@@ -90,11 +90,17 @@ public enum FutureDiagnostics {
         ///   reporter installed by ``FutureDiagnostics/bootstrap(_:)``, if any).
         public init(onEvent: (@Sendable (FutureEvent) -> Void)? = nil) {
             self.onEvent = onEvent
+            #if !canImport(Darwin)
+            scopeCount.add(1, ordering: .relaxed)
+            #endif
             if onEvent != nil { Tracking.state.withLock { $0.listeningScopes += 1 } }
         }
 
         deinit {
             if onEvent != nil { Tracking.state.withLock { $0.listeningScopes -= 1 } }
+            #if !canImport(Darwin)
+            scopeCount.subtract(1, ordering: .relaxed)
+            #endif
         }
 
         /// Runs `body` with this scope current: the futures it makes belong to the scope.

@@ -22,9 +22,38 @@ import Synchronization
 @usableFromInline let trackingSwitch = Locked<Bool>(Tracking.enabledByEnvironment)
 #endif
 
+#if !canImport(Darwin)
+/// How many ``FutureDiagnostics/Scope``s exist: while there are none, no scope can be current, and
+/// a future tracked then reads no task-local value (the dearest part of tracking it).
+let scopeCount = Atomic<Int>(0)
+/// The id of the next future tracked.
+let nextTrackingID = Atomic<UInt64>(1)
+#endif
+
 /// The bookkeeping behind ``FutureDiagnostics``: a side table, keyed by each tracked future's
-/// identity, of what the future itself does not store (kind, call site, birth, name, scope). A
-/// future in the table has its `tracked` flag set, and its deinit removes it.
+/// identity, of what the future itself does not store (id, kind, call site, birth, name, scope, a
+/// join's members). A future in the table has its `tracked` flag set, and its deinit removes it.
+///
+/// The table is striped like the futures' locks, by the same hash, and guarded by the same locks:
+/// the record of a future whose stripe lock is `LockTable.lock(at: i)` is in `tables[i]`, under
+/// that lock. So tracking a future (its record and its flag) and its deinit's removal each take the
+/// one lock the engine takes for that future anyway: no global lock, no weak reference, and no
+/// contention between futures of different stripes.
+///
+/// A record does not retain its future. A snapshot (``pending(in:)``, and so the dumps and the
+/// watchdog) must not either: a future whose last reference is gone may be waiting in its deinit
+/// for the stripe lock the snapshot holds, to remove its record; a reference taken then would
+/// outlive it. Its memory and fields stay valid until that deinit gets the lock, so the snapshot
+/// reads them under the lock (``TrackedNode/lockedSnapshot(of:)``, which sees the futures of the
+/// stripe it holds) and copies out what it needs; the only references it takes are to what such a
+/// future still holds strongly (its upstream, its link), which live at least until its deinit has
+/// gone on, after the unlock, and they are released after the last unlock.
+///
+/// Lock order: the table adds no lock of its own. Its critical regions follow the stripe rules: one
+/// stripe at a time, no user code, nothing released (a replaced or removed record is returned and
+/// dropped after the unlock). A future's deinit takes its stripe lock here, as the engine's locked
+/// regions never free a future (they return what they remove). The lock of ``state`` (the reporter,
+/// the listening scopes) is never held with a stripe lock.
 @usableFromInline
 enum Tracking {
     /// Whether `SWIFT_FUTURES_DIAGNOSTICS` in this process's environment turns tracking on.
@@ -68,14 +97,18 @@ enum Tracking {
     /// What the table knows of one future.
     struct Record {
         let id: UInt64
-        weak var node: (any TrackedNode)?
+        /// The future's identity, the record's key.
+        let key: ObjectIdentifier
+        /// The future, not retained (see ``Tracking``), and its type, which reads its state.
+        let object: Unmanaged<AnyObject>
+        let type: any TrackedNode.Type
         let kind: StaticString
         let file: StaticString
         let line: UInt
         let made: ContinuousClock.Instant
         var name: String?
-        /// A join's members: what it waits on (a join records none in the future itself).
-        var members: [WeakNode]
+        /// The ids of a join's members: what it waits on (a join records none in the future itself).
+        var members: [UInt64]
         let scope: FutureDiagnostics.Scope?
         var reportedStalled = false
 
@@ -84,64 +117,128 @@ enum Tracking {
         }
     }
 
-    struct WeakNode {
-        weak var node: (any TrackedNode)?
-    }
-
     struct State {
-        var records: [ObjectIdentifier: Record] = [:]
-        var nextID: UInt64 = 1
         var reporter: (@Sendable (FutureEvent) -> Void)?
         /// Scopes that want events: while there are any, rare events look for a listener.
         var listeningScopes = 0
+        #if canImport(Darwin)
+        var nextID: UInt64 = 1
+        #endif
     }
 
+    /// The reporter and the listening scopes. Its lock is taken under no stripe lock, and takes none.
     static let state = Locked(State())
+
+    /// The records, one dictionary for each stripe of ``LockTable``: a future's record is in the
+    /// dictionary of its own stripe, guarded by that stripe's lock.
+    // Safety: allocated and initialised once, in this lazy initialiser (which Swift runs exactly
+    // once, thread-safely), never freed or moved; `tables[i]` is only touched while holding
+    // `LockTable.lock(at: i)` (see ``withStripe(_:_:)``).
+    nonisolated(unsafe) static let tables: UnsafeMutablePointer<[ObjectIdentifier: Record]> = {
+        let tables = UnsafeMutablePointer<[ObjectIdentifier: Record]>.allocate(capacity: LockTable.count)
+        tables.initialize(repeating: [:], count: LockTable.count)
+        return tables
+    }()
+
+    /// Runs `body` on the records of stripe `index`, holding that stripe's lock: the rules of
+    /// `LockTable.withLock(_:_:)` apply (no other lock, no user code, nothing released).
+    static func withStripe<R>(_ index: Int, _ body: (inout [ObjectIdentifier: Record]) -> R) -> R {
+        let lock = LockTable.lock(at: index)
+        #if DEBUG
+        LockChecks.willLockStripes(index, index)
+        #endif
+        RawLockOps.lock(lock)
+        defer {
+            RawLockOps.unlock(lock)
+            #if DEBUG
+            LockChecks.didUnlockStripe()
+            #endif
+        }
+        return body(&tables[index])
+    }
 
     /// Whether anyone listens for events: a reporter, or a scope with a handler.
     @usableFromInline static var reporting: Bool {
         state.withLock { $0.reporter != nil || $0.listeningScopes > 0 }
     }
 
-    /// Adds `node` to the table (or names it, if it is there already).
+    /// A number for a future tracked now: later futures have higher numbers.
+    static func newID() -> UInt64 {
+        #if !canImport(Darwin)
+        nextTrackingID.wrappingAdd(1, ordering: .relaxed).oldValue
+        #else
+        state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        #endif
+    }
+
+    /// The scope current now. While no scope exists there is none, and no task-local value to read.
+    static var currentScope: FutureDiagnostics.Scope? {
+        #if !canImport(Darwin)
+        if scopeCount.load(ordering: .relaxed) == 0 { return nil }
+        #endif
+        return FutureDiagnostics.Scope.current
+    }
+
+    /// Adds `node` to the table and sets its `tracked` flag (or names it, if it is there already).
     ///
     /// With `overriding`, a future already tracked takes this kind and call site (a public
     /// operator's, over that of the promise it made inside).
-    static func track(_ node: any TrackedNode, kind: StaticString, file: StaticString, line: UInt, members: [any TrackedNode], name: String? = nil, overriding: Bool = false) {
+    static func track<Value>(
+        _ node: FutureStorage<Value>, kind: StaticString, file: StaticString, line: UInt, members: [AnyObject], name: String?,
+        overriding: Bool
+    ) {
         let key = ObjectIdentifier(node)
-        let scope = FutureDiagnostics.Scope.current
+        let memberIDs = members.compactMap { id(of: $0) }
+        let scope = currentScope
         let made = ContinuousClock.now
-        state.withLock { state in
-            if let old = state.records[key] {
-                var record = old
-                if let name { record.name = name }
-                if overriding {
-                    record = Record(
-                        id: old.id, node: node, kind: kind, file: file, line: line, made: old.made, name: record.name,
-                        members: members.isEmpty ? old.members : members.map { WeakNode(node: $0) }, scope: old.scope)
-                }
-                state.records[key] = record
-                return
+        #if canImport(Darwin)
+        // The counter is under the lock of `state` there, which is never taken under a stripe: the
+        // id is drawn first (a future tracked twice leaves a number unused).
+        let drawn: UInt64? = newID()
+        #else
+        let drawn: UInt64? = nil
+        #endif
+        let replaced = withStripe(LockTable.index(of: node)) { records -> Record? in
+            node.flags |= StorageFlags.tracked
+            guard let old = records[key] else {
+                records[key] = Record(
+                    id: drawn ?? newID(), key: key, object: .passUnretained(node), type: FutureStorage<Value>.self, kind: kind, file: file,
+                    line: line, made: made, name: name, members: memberIDs, scope: scope)
+                return nil
             }
-            let id = state.nextID
-            state.nextID += 1
-            state.records[key] = Record(
-                id: id, node: node, kind: kind, file: file, line: line, made: made, name: name,
-                members: members.map { WeakNode(node: $0) }, scope: scope)
+            var record = old
+            if let name { record.name = name }
+            if overriding {
+                record = Record(
+                    id: old.id, key: key, object: old.object, type: old.type, kind: kind, file: file, line: line, made: old.made,
+                    name: record.name, members: memberIDs.isEmpty ? old.members : memberIDs, scope: old.scope,
+                    reportedStalled: old.reportedStalled)
+            }
+            records[key] = record
+            return old  // its name goes after the unlock
         }
+        releaseOutsideLock(replaced)
     }
 
-    static func record(of node: AnyObject) -> Record? {
-        let key = ObjectIdentifier(node)
-        return state.withLock { $0.records[key] }
+    static func record(of object: AnyObject) -> Record? {
+        let key = ObjectIdentifier(object)
+        return withStripe(LockTable.index(of: object)) { $0[key] }
+    }
+
+    static func id(of object: AnyObject) -> UInt64? {
+        let key = ObjectIdentifier(object)
+        return withStripe(LockTable.index(of: object)) { $0[key]?.id }
     }
 
     /// A tracked future's deinit: its record goes; a failure nobody observed is reported.
-    static func freed(_ key: ObjectIdentifier, unobservedFailure error: (any Error)?) {
-        let (record, reporter) = state.withLock { state in
-            (state.records.removeValue(forKey: key), state.reporter)
-        }
-        guard let error, let record, reporter != nil || record.scope?.onEvent != nil else { return }
+    static func freed(_ key: ObjectIdentifier, stripe: Int, unobservedFailure error: (any Error)?) {
+        let record = withStripe(stripe) { $0.removeValue(forKey: key) }
+        guard let error, let record else { return }
+        let reporter = state.withLock { $0.reporter }
+        guard reporter != nil || record.scope?.onEvent != nil else { return }
         deliver(.unobservedFailure(record.description(), error: error), scope: record.scope, reporter: reporter)
     }
 
@@ -152,8 +249,8 @@ enum Tracking {
 
     /// Reports an event about `node`, described by its record or by `fallback`.
     static func report(_ node: AnyObject, fallback: @autoclosure () -> FutureDescription, _ event: (FutureDescription) -> FutureEvent) {
-        let key = ObjectIdentifier(node)
-        let (record, reporter) = state.withLock { ($0.records[key], $0.reporter) }
+        let record = record(of: node)
+        let reporter = state.withLock { $0.reporter }
         deliver(event(record?.description() ?? fallback()), scope: record?.scope, reporter: reporter)
     }
 
@@ -168,9 +265,7 @@ enum Tracking {
     }
 
     static func reportCycle<Value>(closedBy adopter: FutureStorage<Value>, members: [any CycleNode]) {
-        let descriptions = state.withLock { state in
-            members.compactMap { state.records[ObjectIdentifier($0)]?.description() }
-        }
+        let descriptions = members.compactMap { record(of: $0)?.description() }
         report(adopter, fallback: FutureDescription(id: nil, name: nil, kind: "future", file: "", line: 0)) {
             .cycle($0, members: descriptions)
         }
@@ -178,45 +273,55 @@ enum Tracking {
 
     /// The tracked futures still pending (of `scope`, if given), oldest first.
     static func pending(in scope: FutureDiagnostics.Scope? = nil) -> [PendingFuture] {
-        // Strong references, released after the table's lock: the last one frees a future, whose
-        // deinit takes that lock.
-        let live: [(Record, any TrackedNode)] = state.withLock { state in
-            state.records.values.compactMap { record in
-                if let scope, record.scope !== scope { return nil }
-                return record.node.map { (record, $0) }
+        // Read stripe by stripe, under each stripe's lock, without retaining the futures (see
+        // ``Tracking``); what the copies retain is released after the last unlock.
+        var found: [(Record, LockedSnapshot)] = []
+        for stripe in 0..<LockTable.count {
+            withStripe(stripe) { records in
+                for record in records.values where scope == nil || record.scope === scope {
+                    found.append((record, record.type.lockedSnapshot(of: record.object)))
+                }
             }
         }
         let now = ContinuousClock.now
-        let snapshots = live.map { ($0.0, $0.1.diagnosticSnapshot(), $0.1) }
+        // A future merged into another (a `flatMap`'s result absorbing the future it adopted)
+        // shares its state: the state of the future holding it, found from its link, says whether
+        // it is pending.
+        let snapshots = found.map { record, locked -> (Record, NodeSnapshot) in
+            if let link = locked.link { return (record, link.diagnosticSnapshot()) }
+            let upstream = locked.upstream?.resolved.map { ObjectIdentifier($0) }
+            return (
+                record,
+                NodeSnapshot(
+                    pending: locked.pending, root: record.key, upstream: upstream, consumers: locked.consumers,
+                    observers: locked.observers)
+            )
+        }
         // Every record's id by the future's identity, for the edges.
         var ids: [ObjectIdentifier: UInt64] = [:]
-        for (record, _, node) in snapshots { ids[ObjectIdentifier(node)] = record.id }
-        // A future merged into another (a `flatMap`'s result absorbing the future it adopted)
-        // shares its state: the one holding it waits on the merged futures, which wait on its
+        for (record, _) in snapshots { ids[record.key] = record.id }
+        // The one holding a merged future's state waits on the merged futures, which wait on its
         // upstream.
         var merged: [ObjectIdentifier: [UInt64]] = [:]
-        for (record, snapshot, node) in snapshots where snapshot.pending && snapshot.root != ObjectIdentifier(node) {
-            merged[snapshot.root, default: []].append(record.id)
+        var pendingIDs: Set<UInt64> = []
+        for (record, snapshot) in snapshots where snapshot.pending {
+            pendingIDs.insert(record.id)
+            if snapshot.root != record.key { merged[snapshot.root, default: []].append(record.id) }
         }
         var result: [PendingFuture] = []
-        for (record, snapshot, node) in snapshots where snapshot.pending {
-            let key = ObjectIdentifier(node)
+        for (record, snapshot) in snapshots where snapshot.pending {
             var waits: [UInt64] = []
-            if snapshot.root == key, let inner = merged[key] {
+            if snapshot.root == record.key, let inner = merged[record.key] {
                 waits = inner.sorted()
             } else if let upstream = snapshot.upstream, let id = ids[upstream] {
                 waits = [id]
             }
-            for member in record.members {
-                guard let member = member.node, let id = ids[ObjectIdentifier(member)], member.diagnosticSnapshot().pending else { continue }
-                waits.append(id)
-            }
+            waits += record.members.filter { pendingIDs.contains($0) }
             result.append(PendingFuture(
                 id: record.id, name: record.name, kind: String(describing: record.kind),
                 file: String(describing: record.file), line: Int(record.line), age: record.made.duration(to: now),
                 waitingOn: waits, consumers: snapshot.consumers, observers: snapshot.observers))
         }
-        withExtendedLifetime(snapshots) {}
         return result.sorted { $0.id < $1.id }
     }
 
@@ -225,11 +330,15 @@ enum Tracking {
         let wanted = Set(futures.map(\.id))
         var fresh: Set<UInt64> = []
         var scopes: [UInt64: FutureDiagnostics.Scope] = [:]
-        state.withLock { state in
-            for (key, record) in state.records where wanted.contains(record.id) && !record.reportedStalled {
-                state.records[key]!.reportedStalled = true
-                fresh.insert(record.id)
-                if let scope = record.scope { scopes[record.id] = scope }
+        for stripe in 0..<LockTable.count {
+            withStripe(stripe) { records in
+                let keys = records.compactMap { key, record in wanted.contains(record.id) && !record.reportedStalled ? key : nil }
+                for key in keys {
+                    records[key]!.reportedStalled = true
+                    let record = records[key]!
+                    fresh.insert(record.id)
+                    if let scope = record.scope { scopes[record.id] = scope }
+                }
             }
         }
         return futures.filter { fresh.contains($0.id) }.map { ($0, scopes[$0.id]) }
@@ -238,7 +347,12 @@ enum Tracking {
 
 /// What diagnostics need of a future, whatever its value type.
 protocol TrackedNode: AnyObject, Sendable {
+    /// The state of this future, or of the one holding it if it was merged into another.
     func diagnosticSnapshot() -> NodeSnapshot
+
+    /// What a snapshot needs of `object`, a future of this type, read while the caller holds its
+    /// stripe lock, without retaining it (it may be waiting in its deinit for that lock).
+    static func lockedSnapshot(of object: Unmanaged<AnyObject>) -> LockedSnapshot
 }
 
 /// A future's state as diagnostics see it.
@@ -250,6 +364,18 @@ struct NodeSnapshot {
     var upstream: ObjectIdentifier?
     var consumers: Int
     var observers: Int
+}
+
+/// A tracked future's state, read under its stripe lock by a snapshot of the table.
+struct LockedSnapshot {
+    var pending: Bool
+    var consumers: Int
+    var observers: Int
+    /// What it waits on (its source, or the future it adopted). The future holds it strongly until
+    /// its deinit goes on, which cannot happen before the snapshot's unlock: retaining it is safe.
+    var upstream: (any ConsumerSource)?
+    /// The future it was merged into, if it was (retained, as safely as `upstream`).
+    var link: (any TrackedNode)?
 }
 
 extension FutureStorage: TrackedNode {
@@ -269,13 +395,24 @@ extension FutureStorage: TrackedNode {
         return result
     }
 
+    static func lockedSnapshot(of object: Unmanaged<AnyObject>) -> LockedSnapshot {
+        object._withUnsafeGuaranteedRef { object in
+            let node = unsafeDowncast(object, to: FutureStorage<Value>.self)
+            if node.phase == .linked {
+                return LockedSnapshot(pending: false, consumers: 0, observers: 0, upstream: nil, link: node.link)
+            }
+            let pending = node.phase == .pending
+            let consumers = pending ? Int(node.consumers) : 0
+            let callbacks = pending ? node.callbacks.count + (node.extras?.merge.observerCount ?? 0) : 0
+            return LockedSnapshot(
+                pending: pending, consumers: consumers, observers: max(0, callbacks - consumers), upstream: node.upstream, link: nil)
+        }
+    }
+
     /// Starts tracking this future (made by `kind` at `file:line`), if it is not tracked yet.
     @usableFromInline @inline(never)
     final func track(kind: StaticString, file: StaticString, line: UInt, members: [AnyObject] = [], name: String? = nil, overriding: Bool = false) {
-        LockTable.withLock(self) { flags |= StorageFlags.tracked }
-        Tracking.track(
-            self, kind: kind, file: file, line: line, members: members.compactMap { $0 as? any TrackedNode }, name: name,
-            overriding: overriding)
+        Tracking.track(self, kind: kind, file: file, line: line, members: members, name: name, overriding: overriding)
     }
 
     /// Whether diagnostics track this future.
@@ -300,7 +437,7 @@ extension FutureStorage: TrackedNode {
             default: unobserved = error
             }
         }
-        Tracking.freed(ObjectIdentifier(self), unobservedFailure: unobserved)
+        Tracking.freed(ObjectIdentifier(self), stripe: LockTable.index(of: self), unobservedFailure: unobserved)
     }
 }
 
