@@ -244,4 +244,7 @@ enum StorageFlags {
     /// Someone registered on this future, adopted it or read its outcome: a failure freed without
     /// it went unobserved.
     @inlinable static var observed: UInt8 { 64 }
+    /// Something other than its source may complete this derived future (a timeout's timer): it
+    /// never becomes immortal with its source, and holds it strongly (see ``Immortality``).
+    @inlinable static var completesOtherwise: UInt8 { 128 }
 }

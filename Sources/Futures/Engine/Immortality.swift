@@ -37,8 +37,8 @@ extension FutureStorage: ImmortalityNode {
         var strongEdge: (any ConsumerSource)? = nil  // released after the lock
         var registrants: [AnyObject] = []
         let node = withState { node -> FutureStorage<Value>? in
-            guard node.phase == .pending, let upstream = node.upstream, upstream === source,
-                let immortalSource = upstream.resolved
+            guard node.phase == .pending, !node.flag(StorageFlags.completesOtherwise),
+                let upstream = node.upstream, upstream === source, let immortalSource = upstream.resolved
             else { return nil }
             strongEdge = node.upstream
             node.upstream = WeakSource(immortalSource)
@@ -55,10 +55,16 @@ extension FutureStorage: ImmortalityNode {
     /// waiters) goes to `registrants`, for ``Immortality/propagate(from:to:)`` to give a weak edge
     /// after the locks. (A registrant is alive: the entry's callback holds it, or, for a wait, it
     /// moves from the link to `registrants`, which the caller releases after the locks.)
+    ///
+    /// Not if a producer's cancel handler waits on it: its registrants' strong edges keep it
+    /// alive, so that their cancellation still reaches the handler (its producer, which held it,
+    /// may be gone). Such a structure is kept while nothing references it, as it was before it
+    /// became immortal.
     final func becomeImmortalLocked(registrants: inout [AnyObject]) {
         assertLocked()
         guard !immortal else { return }
         immortal = true
+        guard extras?.merge.cancelHandlers.isEmpty ?? true else { return }
         callbacks.forEachEntry { entry in
             switch entry {
             case .wait(let link):

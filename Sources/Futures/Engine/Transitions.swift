@@ -51,14 +51,14 @@ extension FutureStorage {
         let step = registerLocked(&entry, counted: derived.consumesUpstream)
         switch phase {
         case .pending:
-            if immortal {
+            if immortal && !derived.flag(StorageFlags.completesOtherwise) {
                 derived.immortal = true
                 derived.upstream = WeakSource(self)
             } else {
                 derived.upstream = self
             }
         case .never:
-            derived.immortal = true
+            if !derived.flag(StorageFlags.completesOtherwise) { derived.immortal = true }
         case .completed, .linked:
             break
         }

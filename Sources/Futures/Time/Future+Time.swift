@@ -71,6 +71,7 @@ extension Future {
     /// - Returns: a future derived from this one (one of its consumers).
     public func timeout<C: Clock>(after duration: C.Duration, clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line) -> Future<Value> {
         let derived = FutureStorage<Value>()
+        derived.setFlag(StorageFlags.completesOtherwise, true)  // the timer may fail it
         let source = storage
         // Listen first, then arm: a source that has already completed completes `derived` before
         // the timer exists (or, inside a drain loop, just after the running callback returns).

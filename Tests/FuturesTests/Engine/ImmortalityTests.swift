@@ -1,3 +1,4 @@
+import FuturesTestSupport
 import Synchronization
 import Testing
 @testable import Futures
@@ -95,6 +96,42 @@ struct ImmortalityTests {
         #expect(outer.future.outcome?.isCancelled == true)
         #expect(inner.future.outcome?.isCancelled == true)
         #expect(heard.withLock { $0 })
+    }
+
+    /// A producer's cancel handler keeps the future it was added to alive for the consumers that
+    /// registered before it adopted `never`: the producer is gone, and a consumer that cancels
+    /// still reaches the handler.
+    @Test func aProducersCancelHandlerStillHearsAnEarlyConsumerLeave() {
+        let heard = Mutex(false)
+        let consumer: Future<Int>
+        do {
+            let promise = Promise<Int>()
+            promise.onCancel { heard.withLock { $0 = true } }
+            consumer = promise.future.map(on: .immediate) { $0 }
+            #expect(promise.complete(with: Future<Int>.never))
+        }
+        #expect(consumer.cancel())
+        #expect(heard.withLock { $0 })
+    }
+
+    /// A timeout can still fail with `timedOut` after its source adopted `never`: it does not
+    /// become immortal with its source, and neither does what waits on it.
+    @Test func aTimeoutOfAFutureThatAdoptsNeverStillTimesOut() async {
+        let clock = ManualClock()
+        let promise = Promise<Int>()
+        let timed = promise.future.timeout(after: .seconds(5), clock: clock)
+        let other = timed.map(on: .immediate) { $0 }  // so that `waiter` waits on `timed`
+        let waiter = Promise<Int>()
+        #expect(waiter.complete(with: timed))
+        #expect(promise.complete(with: Future<Int>.never))
+        #expect(!timed.storage.withState { $0.immortal })
+        #expect(!waiter.future.storage.withState { $0.immortal })
+        // And on `never` itself.
+        #expect(!Future<Int>.never.timeout(after: .seconds(5), clock: clock).storage.withState { $0.immortal })
+        clock.advance(by: .seconds(5))
+        let outcome = await waiter.future.result
+        #expect(outcome.error as? FutureError == .timedOut)
+        _ = other
     }
 
     /// The same with the producer cancelling: a promise that adopted `never` may still cancel its
