@@ -13,10 +13,13 @@ struct MergedChainRaceTests {
         case succeedBottom, cancelTop, cancelBottom, cancelMiddle
     }
 
-    final class Box: @unchecked Sendable {
-        // Safety: written by one thread each (`consumers[worker]`), read after they joined.
-        var consumers: [[(future: Future<Int>, withdrawn: Bool)]]
-        init(workers: Int) { consumers = Array(repeating: [], count: workers) }
+    /// What each worker made: it keeps its own list and hands it over once, when it is done.
+    final class Box: Sendable {
+        let consumers: Mutex<[[(future: Future<Int>, withdrawn: Bool)]]>
+        init(workers: Int) { consumers = Mutex(Array(repeating: [], count: workers)) }
+        func hand(_ made: [(future: Future<Int>, withdrawn: Bool)], from worker: Int) {
+            consumers.withLock { $0[worker] = made }
+        }
     }
 
     final class Heard: Sendable {
@@ -54,15 +57,17 @@ struct MergedChainRaceTests {
                     return
                 }
                 var state = UInt64(seed * 31 + worker + 1)
+                var made: [(future: Future<Int>, withdrawn: Bool)] = []
+                defer { box.hand(made, from: worker) }
                 for round in 0..<Self.rounds {
                     state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                     let level = Int(state >> 33) % Self.levels + 1
                     let consumer = promises[level].future.map(on: .immediate) { $0 }
                     // Withdrawn: cancelled by this call (not once the chain had ended).
                     let withdrawn = (state >> 20) & 1 == 1 && consumer.cancel()
-                    box.consumers[worker].append((consumer, withdrawn))
-                    if round % 8 == 0, let earlier = box.consumers[worker].indices.randomElement(), !box.consumers[worker][earlier].withdrawn {
-                        box.consumers[worker][earlier].withdrawn = box.consumers[worker][earlier].future.cancel()
+                    made.append((consumer, withdrawn))
+                    if round % 8 == 0, let earlier = made.indices.randomElement(), !made[earlier].withdrawn {
+                        made[earlier].withdrawn = made[earlier].future.cancel()
                     }
                     registered.add(1, ordering: .releasing)
                 }
@@ -77,7 +82,7 @@ struct MergedChainRaceTests {
                         "level \(level) (\(String(describing: outcome))) heard \(heard[level]) cancellations after \(end), seed \(seed)")
                 if case .success(let value) = outcome { #expect(value == 7) }
             }
-            for (future, withdrawn) in box.consumers.joined() {
+            for (future, withdrawn) in box.consumers.withLock({ $0 }).joined() {
                 let outcome = future.outcome
                 #expect(outcome != nil, "a consumer still pending after \(end), seed \(seed)")
                 if withdrawn { #expect(outcome?.isCancelled == true) }
