@@ -81,9 +81,6 @@ extension FutureStorage {
         // the last one could free a pending future and run user code (a broken promise's callbacks).
         var keepAlive: [AnyObject] = []
         var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
-        // Futures registered on the adopter before it became immortal: each gets a weak edge to it
-        // after the locks (see ``Immortality``).
-        var registrants: [AnyObject] = []
         var progressChange: ProgressChange?  // to report after the locks
         // A set split to wait on `inner`'s state: its root, and what that changed in its progress.
         var splitRoot: FutureStorage<Value>?
@@ -143,7 +140,7 @@ extension FutureStorage {
                     target.flags |= StorageFlags.observed
                     return .complete  // its outcome is read after the locks: it no longer changes
                 case .never:
-                    adopter.adoptNeverLocked(registrants: &registrants)
+                    adopter.adoptNeverLocked()
                     return .accepted
                 case .pending where targetDepth == 0 && target.isMergeableLocked
                     && Int64(adopterDepth) + 1 + Int64(target.extras?.merge.depth ?? 0) < Int64(Int32.max):
@@ -151,14 +148,12 @@ extension FutureStorage {
                     // target's set goes on from there.)
                     progressChange = adopter.absorbLocked(
                         target, depth: adopterDepth + 1, released: &released, keepAlive: &keepAlive,
-                        keepUpstream: &keepUpstream, registrants: &registrants)
+                        keepUpstream: &keepUpstream)
                     return .accepted
                 case .pending:
                     // Also a deferred target that has not started: it keeps its own identity (its
                     // work completes it) and starts once the adopter has registered on it.
-                    progressChange = adopter.waitLocked(
-                        on: target, token: CompleterToken(), finishing: adopterDepth, keepUpstream: &keepUpstream,
-                        registrants: &registrants)
+                    progressChange = adopter.waitLocked(on: target, token: CompleterToken(), finishing: adopterDepth, keepUpstream: &keepUpstream)
                     return .wait(startsDeferred: target.extras?.onDemand != nil)
                 }
             }
@@ -166,7 +161,6 @@ extension FutureStorage {
         releaseOutsideLock(released)
         releaseOutsideLock(keepAlive)
         releaseOutsideLock(keepUpstream)
-        if !registrants.isEmpty { Immortality.propagate(from: root, to: registrants) }
         if let splitRoot, let splitChange { splitRoot.progressSplit(splitChange) }
         if let progressChange {
             if let (source, follower) = progressChange.unfollow {

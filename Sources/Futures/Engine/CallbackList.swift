@@ -25,8 +25,7 @@ struct RegistrationKey: Hashable, Sendable {
 
 /// One registered callback: a callback on the outcome, with its owner's identity if it may be
 /// removed; or, stored as is without a wrapping closure (and so without an allocation), a success
-/// or failure handler that runs inline, a join's member sink with the member's index, or the link of
-/// an adopter waiting on the future (``WaitLink``, which can let go of it); or, first
+/// or failure handler that runs inline, or a join's member sink with the member's index; or, first
 /// in a completed future's list only, the observers its merge set carried (see
 /// ``MergedObservers/run(with:)``), run from the set's own buffer rather than copied into the list.
 @usableFromInline
@@ -35,7 +34,6 @@ enum CallbackEntry<Value: Sendable> {
     case success(@Sendable (Value) -> Void)
     case failure(@Sendable (any Error) -> Void)
     case member(MemberSink<Value>, index: Int)
-    case wait(WaitLink<Value>)
     case carried(Extras<Value>)
 
     @inlinable
@@ -45,7 +43,6 @@ enum CallbackEntry<Value: Sendable> {
         case .success(let body): if case .success(let value) = outcome { body(value) }
         case .failure(let body): if case .failure(let error) = outcome { body(error) }
         case .member(let sink, let index): sink.receive(outcome, index)
-        case .wait(let link): link.run(with: outcome)
         case .carried(let extras): extras.merge.observers?.run(with: outcome)
         }
     }
@@ -66,7 +63,7 @@ enum CallbackEntry<Value: Sendable> {
         case .outcome(let callback, let owner): return .outcome({ outcome in context.restore { callback(outcome) } }, owner: owner)
         case .success(let body): return .success({ value in context.restore { body(value) } })
         case .failure(let body): return .failure({ error in context.restore { body(error) } })
-        case .member, .wait, .carried: return self
+        case .member, .carried: return self
         }
     }
 
@@ -77,7 +74,6 @@ enum CallbackEntry<Value: Sendable> {
         case .outcome(_, let owner): owner.map { RegistrationKey(owner: $0, index: -1) }
         case .success, .failure, .carried: nil
         case .member(let sink, let index): RegistrationKey(owner: sink.owner, index: index)
-        case .wait(let link): RegistrationKey(owner: link.owner, index: -1)
         }
     }
 }
@@ -159,14 +155,6 @@ struct CallbackList<Value: Sendable> {
         guard let rest else { return true }
         for entry in rest where entry?.key != nil { return false }
         return true
-    }
-
-    /// Calls `body` with each entry (not the holes), in order.
-    func forEachEntry(_ body: (CallbackEntry<Value>) -> Void) {
-        guard let first else { return }
-        body(first)
-        guard let rest else { return }
-        for entry in rest where entry != nil { body(entry!) }
     }
 
     /// Whether a future registered here may wait on this list's future: any entry with a key (a

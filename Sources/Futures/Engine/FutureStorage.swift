@@ -245,6 +245,6 @@ enum StorageFlags {
     /// it went unobserved.
     @inlinable static var observed: UInt8 { 64 }
     /// Something other than its source may complete this derived future (a timeout's timer): it
-    /// never becomes immortal with its source, and holds it strongly (see ``Immortality``).
+    /// does not become immortal when it registers on an immortal source, and holds it strongly.
     @inlinable static var completesOtherwise: UInt8 { 128 }
 }

@@ -41,7 +41,7 @@ extension FutureStorage {
 
     /// ``registerLocked(_:counted:)`` for a future derived from this one, which records
     /// this future as its upstream now, before the callback can run: weakly if this future is
-    /// immortal. A future derived from `never` is immortal. (`derived` is not shared yet: only this
+    /// immortal. A future derived from `never` is immortal (not a timeout, which its timer may still fail). (`derived` is not shared yet: only this
     /// lock guards it.)
     @inlinable
     final func registerLocked<Derived>(
@@ -338,8 +338,7 @@ extension FutureStorage {
         depth: Int32,
         released: inout AnyObject?,
         keepAlive: inout [AnyObject],
-        keepUpstream: inout (any ConsumerSource)?,
-        registrants: inout [AnyObject]
+        keepUpstream: inout (any ConsumerSource)?
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
@@ -374,7 +373,7 @@ extension FutureStorage {
         // took it over).
         swap(&upstream, &target.upstream)  // the adopter's own source has completed
         swap(&keepUpstream, &target.upstream)  // released after the lock
-        if target.immortal { becomeImmortalLocked(registrants: &registrants) }
+        immortal = target.immortal
         released = target.extras
         target.extras = nil
         target.link = self
@@ -436,10 +435,7 @@ extension FutureStorage {
             extras.merge.forward = MergeForwards(depth: depth, target: state)
         }
         extras.merge._checkInvariants()
-        // The new future is immortal if this one is: this one stays as it was.
-        var none: [AnyObject] = []
-        let change = waitLocked(on: state, token: CompleterToken(), finishing: depth - 1, keepUpstream: &keepUpstream, registrants: &none)
-        assert(none.isEmpty, "a split made a future immortal")
+        let change = waitLocked(on: state, token: CompleterToken(), finishing: depth - 1, keepUpstream: &keepUpstream)
         if let unfollow { return (change?.changed, change?.observers ?? [], change?.refollow ?? false, unfollow) }
         return change
     }
@@ -450,15 +446,11 @@ extension FutureStorage {
     /// `keepUpstream`, for the caller to release after the locks. The callback completes the future
     /// `finishing` below this one (see ``finish(_:origin:below:)``): this one, unless it waits for
     /// the part of its own set that a split moved to `target`.
-    ///
-    /// If the target is immortal, this future becomes immortal too: the futures registered on it
-    /// go to `registrants`, for ``Immortality/propagate(from:to:)`` after the locks.
     final func waitLocked(
         on target: FutureStorage<Value>,
         token: CompleterToken,
         finishing depth: Int32 = 0,
-        keepUpstream: inout (any ConsumerSource)?,
-        registrants: inout [AnyObject]
+        keepUpstream: inout (any ConsumerSource)?
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
@@ -470,19 +462,27 @@ extension FutureStorage {
         extras.waitingOn = target
         extras.merge.upstreamKey = nil  // it registers on the target itself, below
         setFlag(StorageFlags.waitMayChange, false)  // it waits on the target until a split
-        if target.immortal { becomeImmortalLocked(registrants: &registrants) }
+        immortal = target.immortal
         consumesUpstream = true
         let progressChange = composeProgressOnWait(innerProgress: target.progress?.value ?? 0)
         let link: any ConsumerSource = target.immortal ? WeakSource(target) : target
         swap(&upstream, &keepUpstream)
         upstream = link
         // Registered here, with the count and the upstream, so that a cancellation of the adopter
-        // right after the locks finds its entry to remove. The link holds the token (which holds
-        // nothing), so the adopter's right-to-complete check never depends on the target's
-        // lifetime. It holds the adopter weakly if the target is immortal: the adopter holds an
-        // immortal target weakly, but a split root also holds it through its forward, so neither
-        // would ever be freed.
-        target.callbacks.append(.wait(WaitLink(waiter: self, token: token, depth: depth, weakly: target.immortal)))
+        // right after the locks finds its entry to remove. The callback holds the token (which
+        // holds nothing), so the adopter's right-to-complete check never depends on the target's
+        // lifetime, and no reference cycle forms.
+        if target.immortal {
+            // The adopter holds an immortal target weakly, but a split root also holds it through
+            // its forward: the callback must not hold the adopter, or neither is ever freed.
+            target.callbacks.append(.outcome({ [weak self, token] outcome in
+                _ = self?.finish(outcome, origin: token, below: depth)
+            }, owner: ObjectIdentifier(self)))
+        } else {
+            target.callbacks.append(.outcome({ [self, token] outcome in
+                _ = self.finish(outcome, origin: token, below: depth)
+            }, owner: ObjectIdentifier(self)))
+        }
         target.mayHoldChain = true
         checkInvariants()
         target.checkInvariants()
@@ -500,13 +500,12 @@ extension FutureStorage {
             && progress?.observers.isEmpty ?? true && extras?.onDemand == nil && extras?.completionToken == nil
     }
 
-    /// This pending adopter adopted `never`: nothing but cancellation completes it now. The
-    /// futures registered on it go to `registrants` (see ``becomeImmortalLocked(registrants:)``).
-    final func adoptNeverLocked(registrants: inout [AnyObject]) {
+    /// This pending adopter adopted `never`: nothing but cancellation completes it now.
+    final func adoptNeverLocked() {
         assertLocked()
         guard state.adopterEdge() == .proceed else { unexpected("adopted never into a future that is not pending") }
         ensureExtras.completer = Extras<Value>.nobody
-        becomeImmortalLocked(registrants: &registrants)
+        immortal = true
         checkInvariants()
     }
 

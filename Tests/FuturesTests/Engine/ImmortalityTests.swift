@@ -4,9 +4,11 @@ import Testing
 @testable import Futures
 
 /// A future that becomes immortal (it adopts `never`, or waits on or merges a future that did)
-/// after others registered on it: they hold it weakly from then on, as they would had they
-/// registered later, so a structure nobody references is freed; one that someone references still
-/// hears a cancellation.
+/// after others registered on it. What registered before keeps its strong edges, so a referenced
+/// registrant still hears a cancellation and a producer's cancel handler still runs; the price is
+/// that such a structure nobody references is not freed (known issues below, found by attacks: a
+/// fix must not lose a cancellation, a cancel handler, a completion token's handlers or a timeout,
+/// which a first attempt did).
 @Suite("Futures that become immortal")
 struct ImmortalityTests {
     final class Captured: Sendable {}
@@ -23,65 +25,50 @@ struct ImmortalityTests {
         return weakCaptured == nil
     }
 
-    @Test func aWaiterOnAFutureThatAdoptsNeverIsFreed() {
+    /// (Not under a sanitizer: LeakSanitizer would report the structure kept.)
+    @Test(.disabled(if: DepthMatrixTests.sanitized, "a known leak, which LeakSanitizer reports"))
+    func aWaiterOnAFutureThatAdoptsNeverIsKeptAKnownIssue() {
         let wasFreed = Self.freed { captured in
             let outer = Promise<Int>()
             let inner = Promise<Int>()
             let consumer = inner.future.map(on: .immediate) { $0 }  // so that `outer` waits instead of merging
             outer.future.whenComplete(on: .immediate) { _ in _ = captured }
-            #expect(outer.complete(with: inner.future))
-            #expect(inner.complete(with: Future<Int>.never))
+            _ = outer.complete(with: inner.future)
+            _ = inner.complete(with: Future<Int>.never)
             _ = consumer
         }
-        #expect(wasFreed, "a callback of a structure nobody references was kept")
+        withKnownIssue("a waiter registered before its source adopted never holds it strongly, and is held back") {
+            #expect(wasFreed)
+        }
     }
 
+    @Test(.disabled(if: DepthMatrixTests.sanitized, "a known leak, which LeakSanitizer reports"))
+    func derivedFuturesOfAFutureThatAdoptsNeverAreKeptAKnownIssue() {
+        let wasFreed = Self.freed { captured in
+            let promise = Promise<Int>()
+            let mapped = promise.future.map(on: .immediate) { $0 + 1 }
+            mapped.whenComplete(on: .immediate) { _ in _ = captured }
+            _ = promise.complete(with: Future<Int>.never)
+        }
+        withKnownIssue("a future derived before its source adopted never holds it strongly, and is held back") {
+            #expect(wasFreed)
+        }
+    }
+
+    /// The control: nothing registered before the merge, so the set is freed.
     @Test func aMergedSetRootedInNeverIsFreed() {
         let wasFreed = Self.freed { captured in
             let outer = Promise<Int>()
             let inner = Promise<Int>()
             outer.future.whenComplete(on: .immediate) { _ in _ = captured }
-            #expect(outer.complete(with: inner.future))
-            #expect(inner.complete(with: Future<Int>.never))
+            _ = outer.complete(with: inner.future)
+            _ = inner.complete(with: Future<Int>.never)
         }
-        #expect(wasFreed, "a callback of a structure nobody references was kept")
-    }
-
-    @Test func derivedFuturesOfAFutureThatAdoptsNeverAreFreed() {
-        let wasFreed = Self.freed { captured in
-            let promise = Promise<Int>()
-            let mapped = promise.future.map(on: .immediate) { $0 + 1 }
-            let recovered = mapped.recover(on: .immediate) { _ in 0 }
-            recovered.whenComplete(on: .immediate) { _ in _ = captured }
-            #expect(promise.complete(with: Future<Int>.never))
-        }
-        #expect(wasFreed, "a callback of a structure nobody references was kept")
-    }
-
-    /// Each waits on the next; the last adopts `never`: every one of them becomes immortal in
-    /// turn, in a loop, however long the chain.
-    @Test func aLongChainOfWaitsOnAFutureThatAdoptsNeverIsFreed() {
-        let levels = 10_000
-        let wasFreed = Self.freed { captured in
-            let bottom = Promise<Int>()
-            var inner = bottom.future
-            var consumers: [Future<Int>] = []
-            for _ in 0..<levels {
-                let promise = Promise<Int>()
-                consumers.append(inner.map(on: .immediate) { $0 })  // each level waits on the next
-                #expect(promise.complete(with: inner))
-                inner = promise.future
-            }
-            inner.whenComplete(on: .immediate) { _ in _ = captured }
-            #expect(bottom.complete(with: Future<Int>.never))
-            #expect(inner.storage.withState { $0.immortal })
-        }
-        #expect(wasFreed, "a callback of a structure nobody references was kept")
+        #expect(wasFreed)
     }
 
     /// A waiter someone references still ends when what it waits on is cancelled, after that
-    /// became immortal: the waiter's consumer cancels it, it withdraws, and the future it waits
-    /// on, left with no consumer, is cancelled; its producer hears it.
+    /// adopted `never`: its consumers leave, and the producer hears it.
     @Test func aReferencedWaiterStillHearsACancellation() {
         let outer = Promise<Int>()
         let inner = Promise<Int>()
@@ -98,9 +85,20 @@ struct ImmortalityTests {
         #expect(heard.withLock { $0 })
     }
 
-    /// A producer's cancel handler keeps the future it was added to alive for the consumers that
-    /// registered before it adopted `never`: the producer is gone, and a consumer that cancels
-    /// still reaches the handler.
+    /// A promise that adopted `never` may still cancel its future, and what waits on it hears it.
+    @Test func aReferencedWaiterHearsItsSourcesProducerCancel() {
+        let outer = Promise<Int>()
+        let inner = Promise<Int>()
+        let consumer = inner.future.map(on: .immediate) { $0 }
+        #expect(outer.complete(with: inner.future))
+        #expect(inner.complete(with: Future<Int>.never))
+        #expect(inner.cancel())
+        #expect(consumer.outcome?.isCancelled == true)
+        #expect(outer.future.outcome?.isCancelled == true)
+    }
+
+    /// A producer's cancel handler runs when a consumer that registered before the producer's
+    /// future adopted `never` leaves, though the producer is gone.
     @Test func aProducersCancelHandlerStillHearsAnEarlyConsumerLeave() {
         let heard = Mutex(false)
         let consumer: Future<Int>
@@ -114,36 +112,23 @@ struct ImmortalityTests {
         #expect(heard.withLock { $0 })
     }
 
-    /// A timeout can still fail with `timedOut` after its source adopted `never`: it does not
-    /// become immortal with its source, and neither does what waits on it.
-    @Test func aTimeoutOfAFutureThatAdoptsNeverStillTimesOut() async {
+    /// A timeout registered on an immortal future does not become immortal: its timer can still
+    /// fail it, and what waits on it holds it strongly and hears it.
+    @Test func aTimeoutOfAnImmortalFutureStillTimesOut() async {
         let clock = ManualClock()
         let promise = Promise<Int>()
+        #expect(promise.complete(with: Future<Int>.never))
         let timed = promise.future.timeout(after: .seconds(5), clock: clock)
+        let onNever = Future<Int>.never.timeout(after: .seconds(5), clock: clock)
+        #expect(!timed.storage.withState { $0.immortal })
+        #expect(!onNever.storage.withState { $0.immortal })
         let other = timed.map(on: .immediate) { $0 }  // so that `waiter` waits on `timed`
         let waiter = Promise<Int>()
         #expect(waiter.complete(with: timed))
-        #expect(promise.complete(with: Future<Int>.never))
-        #expect(!timed.storage.withState { $0.immortal })
         #expect(!waiter.future.storage.withState { $0.immortal })
-        // And on `never` itself.
-        #expect(!Future<Int>.never.timeout(after: .seconds(5), clock: clock).storage.withState { $0.immortal })
         clock.advance(by: .seconds(5))
-        let outcome = await waiter.future.result
-        #expect(outcome.error as? FutureError == .timedOut)
+        #expect(await waiter.future.result.error as? FutureError == .timedOut)
+        #expect(await onNever.result.error as? FutureError == .timedOut)
         _ = other
-    }
-
-    /// The same with the producer cancelling: a promise that adopted `never` may still cancel its
-    /// future, and the waiter (held by the test) hears it through its weak link.
-    @Test func aReferencedWaiterHearsItsSourcesProducerCancel() {
-        let outer = Promise<Int>()
-        let inner = Promise<Int>()
-        let consumer = inner.future.map(on: .immediate) { $0 }
-        #expect(outer.complete(with: inner.future))
-        #expect(inner.complete(with: Future<Int>.never))
-        #expect(inner.cancel())
-        #expect(consumer.outcome?.isCancelled == true)
-        #expect(outer.future.outcome?.isCancelled == true)
     }
 }
