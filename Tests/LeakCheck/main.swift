@@ -150,26 +150,17 @@ struct RunAtOnce: Executor {
 nonisolated(unsafe) var escaped: AnyObject?
 @inline(never) func escape(_ object: AnyObject) { escaped = object }
 
-func failureCallbackHop() {
+/// A promise whose future gets one callback through a custom executor (`register`), then succeeds.
+@inline(__always) func callbackHop(_ register: (Future<Int>) -> Void) {
     let promise = Promise<Int>()
     escape(promise)
-    promise.future.whenFailure(on: RunAtOnce()) { _ in }
+    register(promise.future)
     promise.succeed(1)
 }
 
-func cancelledCallbackHop() {
-    let promise = Promise<Int>()
-    escape(promise)
-    promise.future.whenCancelled(on: RunAtOnce()) {}
-    promise.succeed(1)
-}
-
-func pendingCallbackHop() {
-    let promise = Promise<Int>()
-    escape(promise)
-    promise.future.whenComplete(on: RunAtOnce()) { _ in }
-    promise.succeed(1)
-}
+func failureCallbackHop() { callbackHop { $0.whenFailure(on: RunAtOnce()) { _ in } } }
+func cancelledCallbackHop() { callbackHop { $0.whenCancelled(on: RunAtOnce()) {} } }
+func pendingCallbackHop() { callbackHop { $0.whenComplete(on: RunAtOnce()) { _ in } } }
 
 func zipCallback() {
     let first = Promise<Int>()

@@ -166,13 +166,7 @@ struct CallbackList<Value: Sendable> {
     var mayHoldWaiter: Bool { isEmpty ? false : entriesMayHoldWaiter }
 
     @usableFromInline
-    var entriesMayHoldWaiter: Bool {
-        guard first!.key == nil else { return true }
-        guard let rest else { return false }
-        guard rest.count <= 8 else { return true }
-        for entry in rest where entry?.key != nil { return true }
-        return false
-    }
+    var entriesMayHoldWaiter: Bool { (rest?.count ?? 0) > 8 || !holdsOnlyObservers }
 
     /// Makes room for `count` entries in all, so that appending them grows the list once. (An
     /// empty list then has an empty `rest`, not `nil`, until its first entry is appended.)

@@ -41,8 +41,8 @@ extension FutureStorage {
 
     /// ``registerLocked(_:counted:)`` for a future derived from this one, which records
     /// this future as its upstream now, before the callback can run: weakly if this future is
-    /// immortal. A future derived from `never` is immortal (not a timeout, which its timer may still fail). (`derived` is not shared yet: only this
-    /// lock guards it.)
+    /// immortal. A future derived from `never` is immortal, but for a timeout, which its timer may
+    /// still fail. (`derived` is not shared yet: only this lock guards it.)
     @inlinable
     final func registerLocked<Derived>(
         _ entry: inout CallbackEntry<Value>?,
