@@ -143,12 +143,15 @@ typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
     @Test func downloadsIntoAFileTheCallerOwns() async throws {
         let server = try TestServer()
-        let download = FutureURLSession().download(for: server.request("/large"))
+        let download = FutureURLSession().download(for: server.request("/halves"))
         let seen = Recorder<Double>()
-        download.whenProgress(on: .immediate) { seen.append($0) }
+        download.whenProgress(on: .immediate) { progress in
+            seen.append(progress)
+            if progress >= 0.5 { server.openGate() }
+        }
         let (file, response) = try await download.value
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
-        #expect(try Data(contentsOf: file) == TestServer.largeBody)
+        #expect(try Data(contentsOf: file) == TestServer.halvesBody)
         #expect(seen.all.contains { $0 > 0 && $0 < 1 }, "progress reported: \(seen.all)")
         try FileManager.default.removeItem(at: file)
         try await server.shutdown()
