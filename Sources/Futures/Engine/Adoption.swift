@@ -72,97 +72,32 @@ extension FutureStorage {
     final func adopt(_ inner: FutureStorage<Value>, from origin: AnyObject) -> Bool {
         // A completed future (the usual case: `Future(value:)` returned from a `flatMap`) closes no
         // cycle and merges nothing: this future completes with its outcome, as the plan below would
-        // decide, without the adoption lock that every other adoption on every thread takes.
+        // decide, without the adoption gate.
         if let outcome = inner.observedOutcome { return finish(outcome, origin: origin) }
-        var root = self
+        var root = self  // the adopter's root, once found
         var target = inner  // the future holding `inner`'s state, once found
-        var released: AnyObject? = nil  // the target's extras, after a merge
-        // Strong references taken under the adoption lock; released after it, because releasing
-        // the last one could free a pending future and run user code (a broken promise's callbacks).
-        var keepAlive: [AnyObject] = []
-        var keepUpstream: (any ConsumerSource)?  // the adopter's old upstream, released after the lock
-        var progressChange: ProgressChange?  // to report after the locks
+        var effects = AdoptionEffects()
         // A set split to wait on `inner`'s state: its root, and what that changed in its progress.
         var splitRoot: FutureStorage<Value>?
         var splitChange: ProgressChange?
-        let plan: AdoptionPlan = adoptionLock.withLock {
-            let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &keepAlive)
-            root = adopter
-            var targetDepth: Int32
-            var path = ForwardPath()
-            (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &keepAlive, path: &path)
-            if target !== adopter, targetDepth > 0 {
-                // A refused adoption splits nothing (checked again below, under both locks).
-                let lock = LockTable.acquire(adopter)
-                let refusal = adopter.refusal(from: origin)
-                LockTable.release(lock)
-                if let refusal { return refusal }
-            }
-            if target !== adopter, targetDepth > 0, let (state, change) = Self.split(target, at: targetDepth, keepAlive: &keepAlive) {
-                Self.recordSplit(state, path: path, at: target, depth: targetDepth)
-                splitRoot = target
-                splitChange = change
-                target = state
-                targetDepth = 0
-            }
-            let members: [any CycleNode]?
-            if target === adopter {
-                members = []
-            } else if LockTable.withLock(target, { target.phase == .pending }) {
-                // Only a future that something waits on can be reached from the target: every
-                // future waiting on the adopter (derived from it, or adopting it) has an entry in its
-                // callbacks with its key, made atomically with that wait. An adopter with no such
-                // entry (a new promise, or a loop's future that only observers watch: the usual
-                // cases) closes no cycle, and the walk, as long as the chain behind the target, is
-                // skipped.
-                let waitedOn = LockTable.withLock(adopter) { adopter.callbacks.mayHoldWaiter }
-                members = waitedOn ? Self.cycleMembers(adopting: target, into: adopter, keepAlive: &keepAlive) : nil
-            } else {
-                members = nil  // a completed target closes no cycle (most adoptions): no walk
-            }
-            if let members {
-                // Accepted only if the adopter is pending and `origin` may complete it; the right
-                // to complete moves to a token at once, so that no completion (but a cancellation)
-                // can come between the decision and the failures.
-                return LockTable.withLock(adopter) { () -> AdoptionPlan in
-                    if let refusal = adopter.refusal(from: origin) { return refusal }
-                    let token = CompleterToken()
-                    adopter.handToTokenLocked(token)
-                    return .cycle(members, token: token)
-                }
-            }
-            return LockTable.withLocks(adopter, target) { () -> AdoptionPlan in
-                if let refusal = adopter.refusal(from: origin) { return refusal }
-                switch target.phase {
-                case .linked:
-                    preconditionFailure("links only change under the adoption lock")
-                case .completed:
-                    target.flags |= StorageFlags.observed
-                    return .complete  // its outcome is read after the locks: it no longer changes
-                case .never:
-                    adopter.adoptNeverLocked()
-                    return .accepted
-                case .pending where targetDepth == 0 && target.isMergeableLocked
-                    && Int64(adopterDepth) + 1 + Int64(target.extras?.merge.depth ?? 0) < Int64(Int32.max):
-                    // (A set as deep as `Int32` counts is not made deeper: the adopter waits, and the
-                    // target's set goes on from there.)
-                    progressChange = adopter.absorbLocked(
-                        target, depth: adopterDepth + 1, released: &released, keepAlive: &keepAlive,
-                        keepUpstream: &keepUpstream)
-                    return .accepted
-                case .pending:
-                    // Also a deferred target that has not started: it keeps its own identity (its
-                    // work completes it) and starts once the adopter has registered on it.
-                    progressChange = adopter.waitLocked(on: target, token: CompleterToken(), finishing: adopterDepth, keepUpstream: &keepUpstream)
-                    return .wait(startsDeferred: target.extras?.onDemand != nil)
-                }
-            }
+        var decided: AdoptionPlan? = nil
+        if let slot = AdoptionGate.enterShared() {
+            decided = adoptShared(inner, from: origin, root: &root, effects: &effects)
+            AdoptionGate.leaveShared(slot)
         }
-        releaseOutsideLock(released)
-        releaseOutsideLock(keepAlive)
-        releaseOutsideLock(keepUpstream)
+        if decided == nil {
+            AdoptionGate.enterExclusive()
+            decided = adoptExclusively(
+                inner, from: origin, root: &root, target: &target, splitRoot: &splitRoot, splitChange: &splitChange,
+                effects: &effects)
+            AdoptionGate.leaveExclusive()
+        }
+        let plan = decided!
+        releaseOutsideLock(effects.released)
+        releaseOutsideLock(effects.keepAlive)
+        releaseOutsideLock(effects.keepUpstream)
         if let splitRoot, let splitChange { splitRoot.progressSplit(splitChange) }
-        if let progressChange {
+        if let progressChange = effects.progressChange {
             if let (source, follower) = progressChange.unfollow {
                 (source.resolved as? any ProgressNode)?.removeProgressFollower(follower)
             }
@@ -192,11 +127,190 @@ extension FutureStorage {
             return true
         }
     }
+
+    /// An adoption that needs no walk, made with ``AdoptionGate`` held shared; `nil` if it needs
+    /// the gate exclusively: `inner` or the adopter's root no longer holds the state the walk
+    /// found (another adoption merged it meanwhile), `inner` was merged into another future (it
+    /// must be split off), or adopting `inner` could close a cycle.
+    ///
+    /// A cycle needs a wait into the adopter's root and a path of waits out of `inner` back to it.
+    /// Without the first, or if `inner` waits on nothing, or on a future that waits on nothing (a
+    /// loop's next level, waiting on its step's promise), this adoption closes none, seen under the
+    /// locks of every future named: if the missing wait comes later, that adoption walks (see
+    /// ``AdoptionGate``).
+    @inline(__always)
+    final func adoptShared(
+        _ inner: FutureStorage<Value>,
+        from origin: AnyObject,
+        root: inout FutureStorage<Value>,
+        effects: inout AdoptionEffects
+    ) -> AdoptionPlan? {
+        let (adopter, adopterDepth) = rootAndDepth(startingAt: 0, collecting: &effects.keepAlive)
+        guard adopter !== inner else { return nil }  // a cycle: the walk names its members
+        root = adopter
+        var link: AnyObject?  // `inner`'s upstream as it stores it
+        var next: (any ConsumerSource)?  // the future it waits on, if it may close a cycle through it
+        let plan = LockTable.withLocks(adopter, inner) { () -> AdoptionPlan? in
+            guard adopter.holdsStateLocked(depth: adopterDepth), inner.holdsStateLocked(depth: 0) else { return nil }
+            if let refusal = adopter.refusal(from: origin) { return refusal }
+            if inner.phase == .pending, adopter.callbacks.mayHoldWaiter, inner.waitsLocked {
+                guard inner.extras?.waitingOn == nil, let upstream = inner.upstream, let source = upstream.resolved,
+                    source !== adopter
+                else { return nil }
+                link = upstream
+                next = source
+                effects.keepAlive.append(source)  // a weak link's target, released after the locks
+                return nil
+            }
+            return adopter.decideLocked(adopting: inner, adopterDepth: adopterDepth, targetDepth: 0, effects: &effects)
+        }
+        guard plan == nil, let link, let next else { return plan }
+        return LockTable.withLocks(adopter, inner, next) { () -> AdoptionPlan? in
+            guard adopter.holdsStateLocked(depth: adopterDepth), inner.holdsStateLocked(depth: 0) else { return nil }
+            if let refusal = adopter.refusal(from: origin) { return refusal }
+            // Checked whether anything waits on the adopter or not: this one may have come since.
+            if inner.phase == .pending {
+                guard inner.extras?.waitingOn == nil, inner.upstream.map({ $0 === link }) == true, next.endsEveryWalkLocked
+                else { return nil }
+            }
+            return adopter.decideLocked(adopting: inner, adopterDepth: adopterDepth, targetDepth: 0, effects: &effects)
+        }
+    }
+
+    /// Whether this future holds the state of the futures `depth` below it, with nothing to
+    /// follow (caller holds its lock): it is not linked, and no split moved that depth elsewhere.
+    @inline(__always)
+    final func holdsStateLocked(depth: Int32) -> Bool {
+        assertLocked()
+        if phase == .linked { return false }
+        guard depth > 0, let forward = extras?.merge.forward else { return true }
+        return forward.entry(at: depth) == nil
+    }
+
+    /// Whether this pending future may wait on another (caller holds its lock): it has a source or
+    /// a future it waits on (one that has completed counts too, as the cycle walk would pass it).
+    final var waitsLocked: Bool {
+        assertLocked()
+        return upstream != nil || extras?.waitingOn != nil
+    }
+
+    /// An adoption made with ``AdoptionGate`` held exclusively: finds both roots, splits the set
+    /// `inner` was merged into, walks the waits for a cycle, then decides under both locks.
+    final func adoptExclusively(
+        _ inner: FutureStorage<Value>,
+        from origin: AnyObject,
+        root: inout FutureStorage<Value>,
+        target: inout FutureStorage<Value>,
+        splitRoot: inout FutureStorage<Value>?,
+        splitChange: inout ProgressChange?,
+        effects: inout AdoptionEffects
+    ) -> AdoptionPlan {
+        let (adopter, adopterDepth) = self.rootAndDepth(startingAt: 0, collecting: &effects.keepAlive)
+        root = adopter
+        var targetDepth: Int32
+        var path = ForwardPath()
+        (target, targetDepth) = inner.rootAndDepth(startingAt: 0, collecting: &effects.keepAlive, path: &path)
+        if target !== adopter, targetDepth > 0 {
+            // A refused adoption splits nothing (checked again below, under both locks).
+            let lock = LockTable.acquire(adopter)
+            let refusal = adopter.refusal(from: origin)
+            LockTable.release(lock)
+            if let refusal { return refusal }
+        }
+        if target !== adopter, targetDepth > 0,
+            let (state, change) = Self.split(target, at: targetDepth, keepAlive: &effects.keepAlive)
+        {
+            Self.recordSplit(state, path: path, at: target, depth: targetDepth)
+            splitRoot = target
+            splitChange = change
+            target = state
+            targetDepth = 0
+        }
+        let members: [any CycleNode]?
+        let found = target
+        if found === adopter {
+            members = []
+        } else if LockTable.withLock(found, { found.phase == .pending }) {
+            // Only a future that something waits on can be reached from the target: every
+            // future waiting on the adopter (derived from it, or adopting it) has an entry in its
+            // callbacks with its key, made atomically with that wait. An adopter with no such
+            // entry (a new promise, or a loop's future that only observers watch: the usual
+            // cases) closes no cycle, and the walk, as long as the chain behind the target, is
+            // skipped.
+            let waitedOn = LockTable.withLock(adopter) { adopter.callbacks.mayHoldWaiter }
+            members = waitedOn ? Self.cycleMembers(adopting: found, into: adopter, keepAlive: &effects.keepAlive) : nil
+        } else {
+            members = nil  // a completed target closes no cycle (most adoptions): no walk
+        }
+        if let members {
+            // Accepted only if the adopter is pending and `origin` may complete it; the right
+            // to complete moves to a token at once, so that no completion (but a cancellation)
+            // can come between the decision and the failures.
+            return LockTable.withLock(adopter) { () -> AdoptionPlan in
+                if let refusal = adopter.refusal(from: origin) { return refusal }
+                let token = CompleterToken()
+                adopter.handToTokenLocked(token)
+                return .cycle(members, token: token)
+            }
+        }
+        let depth = targetDepth
+        return LockTable.withLocks(adopter, found) { () -> AdoptionPlan in
+            if let refusal = adopter.refusal(from: origin) { return refusal }
+            if found.phase == .linked { preconditionFailure("links only change while the adoption gate is held") }
+            return adopter.decideLocked(adopting: found, adopterDepth: adopterDepth, targetDepth: depth, effects: &effects)
+        }
+    }
+
+    /// Merges `target` into this adopter's set, or makes this adopter wait on it, or completes
+    /// or ends it as `target` did (both futures' locks held, the adoption gate too, `target` not
+    /// linked, and this adopter pending with `origin` allowed to complete it).
+    @inline(__always)
+    final func decideLocked(
+        adopting target: FutureStorage<Value>,
+        adopterDepth: Int32,
+        targetDepth: Int32,
+        effects: inout AdoptionEffects
+    ) -> AdoptionPlan {
+        switch target.phase {
+        case .linked:
+            linkedFutureTrap()
+        case .completed:
+            target.flags |= StorageFlags.observed
+            return .complete  // its outcome is read after the locks: it no longer changes
+        case .never:
+            adoptNeverLocked()
+            return .accepted
+        case .pending where targetDepth == 0 && target.isMergeableLocked
+            && Int64(adopterDepth) + 1 + Int64(target.extras?.merge.depth ?? 0) < Int64(Int32.max):
+            // (A set as deep as `Int32` counts is not made deeper: the adopter waits, and the
+            // target's set goes on from there.)
+            effects.progressChange = absorbLocked(
+                target, depth: adopterDepth + 1, released: &effects.released, keepAlive: &effects.keepAlive,
+                keepUpstream: &effects.keepUpstream)
+            return .accepted
+        case .pending:
+            // Also a deferred target that has not started: it keeps its own identity (its
+            // work completes it) and starts once the adopter has registered on it.
+            effects.progressChange = waitLocked(
+                on: target, token: CompleterToken(), finishing: adopterDepth, keepUpstream: &effects.keepUpstream)
+            return .wait(startsDeferred: target.extras?.onDemand != nil)
+        }
+    }
 }
 
-/// Serialises adoptions, so finding a set's representative and joining two sets is atomic.
-/// Taken before any stripe lock, never while holding one, and no user code runs under it.
-let adoptionLock = Lock()
+/// What an adoption's decision hands back for after the locks and the gate: references to release
+/// (the last of them may free a pending future and run user code, a broken promise's callbacks),
+/// and what the merge or wait changed in progress.
+struct AdoptionEffects {
+    /// The target's extras, after a merge.
+    var released: AnyObject?
+    /// Strong references taken along the walks.
+    var keepAlive: [AnyObject] = []
+    /// The adopter's old upstream.
+    var keepUpstream: (any ConsumerSource)?
+    /// To report after the locks.
+    var progressChange: ProgressChange?
+}
 
 /// Splitting a merge set: a registrant arrives on a future merged into another that is still
 /// pending. It must not share that future's fate (cancelling the adopter would cancel it too), so
@@ -211,7 +325,7 @@ extension FutureStorage {
     @usableFromInline @inline(never) @discardableResult
     final func split() -> FutureStorage<Value>? {
         var keepAlive: [AnyObject] = []
-        let split: (FutureStorage<Value>, FutureStorage<Value>, ProgressChange?)? = adoptionLock.withLock {
+        let split: (FutureStorage<Value>, FutureStorage<Value>, ProgressChange?)? = AdoptionGate.exclusively {
             var path = ForwardPath()
             let (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive, path: &path)
             guard depth > 0, let (state, change) = Self.split(root, at: depth, keepAlive: &keepAlive) else { return nil }
@@ -224,7 +338,7 @@ extension FutureStorage {
         return state
     }
 
-    /// Splits `root`'s set at `depth` if `root` is pending (caller holds the adoption lock): returns
+    /// Splits `root`'s set at `depth` if `root` is pending (caller holds the adoption gate exclusively): returns
     /// the future that holds the state of the futures at `depth` and below, and what the split
     /// changed in `root`'s progress. References to release go into `keepAlive`.
     static func split(

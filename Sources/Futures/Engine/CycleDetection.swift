@@ -2,8 +2,8 @@
 /// transforms that change it (`p.complete(with: p.future.map { String($0) }.map { Int($0)! })`).
 @usableFromInline
 protocol CycleNode: AnyObject {
-    /// The representative of this future's merge set. Called under the adoption lock: the
-    /// references the walk drops go into `garbage`, released after that lock.
+    /// The representative of this future's merge set. Called inside the exclusive adoption gate:
+    /// the references the walk drops go into `garbage`, released after it.
     func cycleRoot(collecting garbage: inout [AnyObject]) -> any CycleNode
     /// `nil` unless this future is pending; else what it waits for: `upstream`, its source (a
     /// derived future) or the future it adopted; `jump`, a compressed pointer further along the
@@ -37,8 +37,8 @@ protocol CycleNode: AnyObject {
 enum CycleDetection {
 
     /// The futures of the cycle that `adopter` adopting `target` would close, from `target` to the
-    /// one the adopter waits for, or `nil` if it closes none. Called under the adoption lock with
-    /// both futures being roots; every strong reference taken goes into `keepAlive`.
+    /// one the adopter waits for, or `nil` if it closes none. Called inside the exclusive adoption
+    /// gate with both futures being roots; every strong reference taken goes into `keepAlive`.
     static func cycle(
         adopting target: any CycleNode,
         into adopter: AnyObject,

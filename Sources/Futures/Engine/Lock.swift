@@ -152,7 +152,33 @@ enum LockTable {
     }
 }
 
-/// A standalone lock for state that is not a future's (the adoption lock, small helper objects).
+extension LockTable {
+    /// Runs `body` holding the stripe locks of three objects, taken in index order (once each if
+    /// shared): for the one decision that reads a future two waits away from the adopter (see
+    /// ``FutureStorage/adoptShared(_:from:root:effects:)``).
+    static func withLocks<R>(_ first: AnyObject, _ second: AnyObject, _ third: AnyObject, _ body: () -> R) -> R {
+        // Sorted by hand, and repeats dropped: no array to allocate.
+        var (low, middle, high) = (index(of: first), index(of: second), index(of: third))
+        if low > middle { swap(&low, &middle) }
+        if middle > high { swap(&middle, &high) }
+        if low > middle { swap(&low, &middle) }
+        #if DEBUG
+        LockChecks.willLockStripes(low, middle, high)
+        defer { LockChecks.didUnlockStripe() }
+        #endif
+        RawLockOps.lock(lock(at: low))
+        if middle != low { RawLockOps.lock(lock(at: middle)) }
+        if high != middle { RawLockOps.lock(lock(at: high)) }
+        defer {
+            if high != middle { RawLockOps.unlock(lock(at: high)) }
+            if middle != low { RawLockOps.unlock(lock(at: middle)) }
+            RawLockOps.unlock(lock(at: low))
+        }
+        return body()
+    }
+}
+
+/// A standalone lock for state that is not a future's (the adoption gate's, small helper objects).
 @usableFromInline
 final class Lock: @unchecked Sendable {
     // Safety: the pointer is allocated in init and freed in deinit; the lock it points to is the
@@ -232,8 +258,9 @@ func releaseOutsideLock<Garbage>(_ garbage: consuming Garbage) {
 /// builds compile none of it.
 @usableFromInline
 enum LockChecks {
-    /// Per thread: the stripes it holds, as `first + 1` in the low 16 bits and `second + 1` above
-    /// them, or null when it holds none.
+    /// Per thread: the stripes it holds, as `first + 1` in the low 10 bits, `second + 1` in the
+    /// next 10 and `third + 1` above them (the second again when it holds two), or null when it
+    /// holds none. (Ten bits hold any stripe index plus one, and three fields fit 32-bit words.)
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         let error = pthread_key_create(&key, nil)
@@ -248,9 +275,9 @@ enum LockChecks {
     @usableFromInline static var holdsStripe: Bool { held != 0 }
 
     @usableFromInline
-    static func willLockStripes(_ first: Int, _ second: Int) {
+    static func willLockStripes(_ first: Int, _ second: Int, _ third: Int? = nil) {
         precondition(!holdsStripe, "a stripe lock was taken while this thread already held one (a nested withLock)")
-        let encoded = UInt(first + 1) | UInt(second + 1) << 16
+        let encoded = UInt(first + 1) | UInt(second + 1) << 10 | UInt((third ?? second) + 1) << 20
         pthread_setspecific(key, UnsafeRawPointer(bitPattern: encoded))
     }
 
@@ -264,7 +291,9 @@ enum LockChecks {
     static func assertHolds(_ object: AnyObject) {
         let stripe = UInt(LockTable.index(of: object) + 1)
         let held = held
-        precondition(held & 0xFFFF == stripe || held >> 16 == stripe, "the caller does not hold this object's stripe lock")
+        precondition(
+            held & 0x3FF == stripe || (held >> 10) & 0x3FF == stripe || held >> 20 == stripe,
+            "the caller does not hold this object's stripe lock")
     }
 
     /// Traps if this thread holds a stripe lock: `what` is being freed under it.

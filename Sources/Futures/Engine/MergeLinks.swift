@@ -156,7 +156,7 @@ extension FutureStorage {
     }
 
     /// ``root()``, handing the references the walk drops (links it rewrote, the futures it passed)
-    /// to the caller in `garbage`: a caller holding the adoption lock releases them after it, since
+    /// to the caller in `garbage`: a caller inside the adoption gate releases them after it, since
     /// the last of them may free a future. The caller holds this future, which is not collected.
     @usableFromInline
     final func root(collecting garbage: inout [AnyObject]) -> FutureStorage<Value> {
@@ -177,7 +177,7 @@ extension FutureStorage {
         return rootAndDepth(startingAt: startDepth, collecting: &garbage, path: &path, tracking: false)
     }
 
-    /// ``rootAndDepth(startingAt:collecting:)`` for a walk under the adoption lock that may split
+    /// ``rootAndDepth(startingAt:collecting:)`` for a walk inside the exclusive gate that may split
     /// the future it reaches: `path` says which forwards it followed after its last link, so that
     /// ``recordSplit(_:path:at:depth:)`` can put the new future in the first one's table.
     @usableFromInline
@@ -280,7 +280,7 @@ extension FutureStorage {
     }
 
     /// After `holder`, reached by a walk along `path`, split at `depth` into `state` (caller holds
-    /// the adoption lock, under which every split and merge happens): records `state` in the table
+    /// the adoption gate exclusively, inside which every split happens): records `state` in the table
     /// of the walk's first forward, if `state` holds everything from the walk's depth there to that
     /// entry's end (no entry on the way ended sooner), so that later walks go there directly. A set
     /// split in any order then keeps its head's table complete, and each walk takes one forward

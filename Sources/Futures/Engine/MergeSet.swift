@@ -2,7 +2,7 @@
 /// depth (itself at 0), with what belongs to each level, and the types it is made of.
 ///
 /// A set changes by two edges, each one function here, called by the storage under the locks of
-/// both futures involved (and the adoption lock): ``MergeSet/absorb(_:callbacks:at:key:)`` when an
+/// both futures involved (inside the adoption gate): ``MergeSet/absorb(_:callbacks:at:key:)`` when an
 /// adopter merges a target, and ``MergeSet/split(at:key:own:)`` when a registrant arrives on a
 /// merged level. ``MergeSet/_checkInvariants()`` states the rules that hold between them; debug
 /// builds check them after every transition of the future. Neither frees anything: what a merge
@@ -430,7 +430,7 @@ struct CancelHandler: Leveled {
 /// - a split of the owner itself, at a depth shallower than every threshold it has (a walk only
 ///   stops at the owner above them), goes first (`shallow`, kept deepest first);
 /// - a split further down, reached from the owner through its forwards by a walk under the
-///   adoption lock: the new future goes into the owner's table too, at the walk's depth there, if
+///   exclusive adoption gate: the new future goes into the owner's table too, at the walk's depth there, if
 ///   it holds everything from there to the end of the owner's entry the walk took (no entry on the
 ///   way ended sooner; see ``FutureStorage/recordSplit(_:path:at:depth:)``). Most of these are
 ///   deeper than every threshold (a set split from the top down) and go last (`deep`, kept
@@ -563,7 +563,7 @@ final class MergeForwards<Value: Sendable> {
     }
 }
 
-/// The forwards a walk under the adoption lock followed after its last link: the future where it
+/// The forwards a walk inside the exclusive adoption gate followed after its last link: the future where it
 /// took the first (`head`), its depth there, where that entry's range ends (`headEnd`, in the
 /// head's depths; `Int64.max` for the deepest entry), how deep every entry taken since still
 /// reaches (`reach`, the same way), and how many it took. Not generic: the walk runs unspecialised.

@@ -48,6 +48,13 @@ final class ThreadContext {
     @exclusivity(unchecked) var withdrawals: [UpstreamLink?] = []
     @exclusivity(unchecked) var withdrawalHead = 0
 
+    /// This thread's slot in the adoption gate (see ``AdoptionGate``).
+    let gateSlot = AdoptionGate.assignSlot()
+
+    /// How many times this thread entered the adoption gate exclusively (for tests of which
+    /// adoptions need it).
+    @exclusivity(unchecked) var exclusiveGateEntries = 0
+
     /// How many waits the cycle checks made on this thread have followed (for tests of their cost).
     @exclusivity(unchecked) var cycleStepsWalked = 0
     /// How many futures past the first the walks along merge links and forwards made on this

@@ -327,7 +327,7 @@ extension FutureStorage {
         }
     }
 
-    // MARK: Adoption (both futures' locks held, and the adoption lock)
+    // MARK: Adoption (both futures' locks held, inside the adoption gate)
 
     /// Makes `target` (see ``isMergeableLocked``) a link to this pending adopter, `depth` below it,
     /// and this future takes over its right to complete, upstream, cancel handlers, progress and

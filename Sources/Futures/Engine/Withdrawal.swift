@@ -38,10 +38,18 @@ protocol ConsumerSource: AnyObject, Sendable {
     func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink?
     /// The future itself (for a ``WeakSource``: its target, if still alive).
     var resolved: (any ConsumerSource)? { get }
+    /// Whether a cycle check's walk that reaches this future ends here (caller holds its lock): it
+    /// holds its own state, and is not pending or waits on nothing. `false` if unknown.
+    var endsEveryWalkLocked: Bool { get }
 }
 
 extension FutureStorage: ConsumerSource {
     @usableFromInline var resolved: (any ConsumerSource)? { self }
+
+    @usableFromInline var endsEveryWalkLocked: Bool {
+        assertLocked()
+        return phase != .linked && (phase != .pending || !waitsLocked)
+    }
 }
 
 /// A weak reference to an immortal future, for its consumers: nothing else keeps an unreferenced
@@ -59,6 +67,8 @@ final class WeakSource: ConsumerSource, @unchecked Sendable {
     }
 
     @usableFromInline var resolved: (any ConsumerSource)? { target }
+
+    @usableFromInline var endsEveryWalkLocked: Bool { false }  // a walk passes to the target
 }
 
 /// How a registrant leaves a future it registered on.

@@ -187,11 +187,11 @@ struct CycleDetectionTests {
     }
 
     /// Adopting a completed future takes no global lock: it goes on while another thread holds
-    /// the lock that serialises adoptions.
+    /// the adoption gate exclusively (as a split or a cycle check does).
     @Test func adoptingACompletedFutureTakesNoAdoptionLock() {
         let done = DispatchSemaphore(value: 0)
         let adopter = Promise<Int>()
-        let finished = adoptionLock.withLock { () -> DispatchTimeoutResult in
+        let finished = AdoptionGate.exclusively { () -> DispatchTimeoutResult in
             DispatchQueue.global().async {
                 adopter.complete(with: Future(value: 7))
                 done.signal()
@@ -200,6 +200,75 @@ struct CycleDetectionTests {
         }
         #expect(finished == .success)
         #expect(adopter.future.outcome?.value == 7)
+    }
+
+    /// The adoptions that cannot close a cycle hold the adoption gate only shared, where threads
+    /// write no common memory: a new promise adopting a pending future (merged, or waited on if
+    /// it has a consumer), and a consumed loop's next level, which waits on a promise that waits
+    /// on nothing. The others hold it exclusively: a cycle, and a target two waits from a future
+    /// that waits on something.
+    @Test(.enabled(if: AdoptionGate.admitsSharedHolders))
+    func onlyAdoptionsThatMayCloseACycleHoldTheGateExclusively() {
+        let context = ThreadContext.current.takeUnretainedValue()
+        func exclusiveEntries(_ adoption: () -> Void) -> Int {
+            let before = context.exclusiveGateEntries
+            adoption()
+            return context.exclusiveGateEntries - before
+        }
+        let inner = Promise<Int>()
+        #expect(exclusiveEntries { Promise<Int>().complete(with: inner.future) } == 0, "merged")
+        let consumed = Promise<Int>()
+        let consumer = consumed.future.map(on: .immediate) { $0 }
+        #expect(exclusiveEntries { Promise<Int>().complete(with: consumed.future) } == 0, "waited on")
+
+        let step = Promise<Int>()
+        let adopter = Promise<Int>()
+        let adopterConsumer = adopter.future.map(on: .immediate) { $0 }
+        let nextLevel = step.future.flatMap(on: .immediate) { Future(value: $0) }
+        #expect(exclusiveEntries { adopter.complete(with: nextLevel) } == 0, "a loop's next level")
+
+        let far = Promise<Int>()
+        let farConsumer = far.future.map(on: .immediate) { $0 }
+        let twoAway = Promise<Int>()
+        twoAway.complete(with: far.future.map(on: .immediate) { $0 })
+        #expect(exclusiveEntries { far.complete(with: twoAway.future.map(on: .immediate) { $0 }) } == 1, "may close one")
+        #expect(isCycle(far.future.outcome), "and does")
+
+        let own = Promise<Int>()
+        #expect(exclusiveEntries { own.complete(with: own.future.map(on: .immediate) { $0 }) } == 1, "a cycle")
+        #expect(isCycle(own.future.outcome))
+        inner.succeed(1)
+        consumed.succeed(2)
+        step.succeed(3)
+        #expect(consumer.outcome?.value == 2)
+        #expect(adopterConsumer.outcome?.value == 3)
+        #expect(isCycle(farConsumer.outcome))
+    }
+
+    /// How the futures of a cycle that threads close at once are joined.
+    enum Joining: CaseIterable, Sendable {
+        /// Each promise adopts the next one's future, which nothing consumes: they merge.
+        case merging
+        /// The same, but every future has a consumer: each waits on the next.
+        case waiting
+        /// Every future has a consumer, and each promise adopts a map of the next one's future:
+        /// whether it closes a cycle depends on a future two waits away.
+        case throughMaps
+    }
+
+    /// Threads that each make one adoption of a cycle at the same time: whichever adoption comes
+    /// last finds the cycle, however the futures are joined, and every member fails.
+    @Test(arguments: [2, 3, 8], Joining.allCases)
+    func threadsClosingOneCycleOfPromisesAtOnceAllFail(length: Int, joining: Joining) {
+        for _ in 0..<(DepthMatrixTests.sanitized ? 20 : 200) {
+            let promises = (0..<length).map { _ in Promise<Int>() }
+            let consumers = joining == .merging ? [] : promises.map { $0.future.map(on: .immediate) { $0 } }
+            let targets = promises.map { joining == .throughMaps ? $0.future.map(on: .immediate) { $0 } : $0.future }
+            DispatchQueue.concurrentPerform(iterations: length) { index in
+                promises[index].complete(with: targets[(index + 1) % length])
+            }
+            for future in promises.map(\.future) + consumers + targets { #expect(isCycle(future.outcome)) }
+        }
     }
 
     @Test func aRejectedAdoptionFailsNothing() {

@@ -127,7 +127,7 @@ struct MergeSplitTests {
         #expect(outer.future.progress == 0.1)
         let root = outer.future.storage
         var keepAlive: [AnyObject] = []
-        let split = adoptionLock.withLock { FutureStorage<Int>.split(root, at: 1, keepAlive: &keepAlive) }
+        let split = AdoptionGate.exclusively { FutureStorage<Int>.split(root, at: 1, keepAlive: &keepAlive) }
         source.progress = 0.6
         if let (_, change) = split, let change { root.progressSplit(change) }
         #expect(outer.future.progress == 0.3)

@@ -1,0 +1,136 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Android)
+import Android
+#endif
+#if !canImport(Darwin)
+import Synchronization
+#endif
+
+/// Who may change merge links and waits between futures, and when: a reader-writer gate in which
+/// the readers do not share a lock.
+///
+/// - **Shared** (many threads at once): an adoption that needs no walk. It follows its adopter's
+///   links to the root, then, under the two futures' stripe locks, checks that the adopter's root
+///   and the target still hold their own states and that adopting cannot close a cycle (nothing
+///   waits on the adopter's root, or the target waits on nothing), and merges or waits. Such an
+///   adoption only makes a root a link (a merge) or adds a wait, each under the locks of the two
+///   futures it joins.
+/// - **Exclusive** (one thread, no shared holder): everything that reads more of the graph than two
+///   locked futures and relies on it not changing meanwhile: an adoption that walks the waits for
+///   a cycle, or splits the set its target was merged into, and every split.
+///
+/// Why a cycle is still always found: two waits that meet at a future are made under that future's
+/// lock, so they are ordered. Of the waits that form a cycle, the one made last saw, under its two
+/// locks, a wait into its adopter and a wait out of its target, so it was not a shared adoption: it
+/// held the gate exclusively, after every shared adoption that made another wait of the cycle had
+/// left the gate, and its walk saw the whole cycle.
+///
+/// A shared holder counts itself in its thread's slot (threads hash to one of a few slots, each on
+/// its own cache line), so two threads adopting at once write no common memory but their futures'.
+/// An exclusive holder takes `lock` (exclusive holders queue there), raises `writer`, and waits for
+/// the slots to empty; a thread that finds `writer` raised leaves its slot at once and adopts
+/// exclusively instead, so it never waits while counted. No user code runs in either mode, and the
+/// gate is taken before any stripe lock, never while one is held.
+@usableFromInline
+enum AdoptionGate {
+    /// Serialises exclusive holders.
+    static let lock = Lock()
+
+    #if !canImport(Darwin)
+    /// Raised while an exclusive holder holds the gate or waits for the slots to empty.
+    static let writer = Atomic<Int>(0)
+
+    /// One counter of shared holders per slot, a cache line apart.
+    // Safety: the pointer is set once, when the global is initialised (which the runtime makes
+    // thread-safe), and never freed; the memory it points to is only touched through the atomics.
+    nonisolated(unsafe) static let slots: UnsafeMutablePointer<Slot> = {
+        let slots = UnsafeMutablePointer<Slot>.allocate(capacity: slotCount)
+        for index in 0..<slotCount { (slots + index).initialize(to: Slot()) }
+        return slots
+    }()
+
+    static let slotCount = 16
+
+    /// Whether adoptions may hold the gate shared here.
+    static let admitsSharedHolders = true
+
+    /// Hands threads their slots in turn, so the first `slotCount` threads share none.
+    static let nextSlot = Atomic<Int>(0)
+
+    /// The slot of a thread whose context is being made.
+    static func assignSlot() -> Int {
+        nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue % slotCount
+    }
+
+    struct Slot: ~Copyable {
+        let holders = Atomic<Int>(0)
+        // Keeps the next slot's counter off this one's cache line.
+        let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        )
+    }
+
+    /// Enters the gate shared, unless an exclusive holder holds it or waits for it: then returns
+    /// `nil`, and the caller holds nothing. Otherwise returns the slot to pass to
+    /// ``leaveShared(_:)``.
+    static func enterShared() -> Int? {
+        let slot = ThreadContext.current.takeUnretainedValue().gateSlot
+        // Sequentially consistent on both sides: either this thread sees `writer` raised, or the
+        // exclusive holder, which raised it before reading the slots, sees this count.
+        slots[slot].holders.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        if writer.load(ordering: .sequentiallyConsistent) == 0 { return slot }
+        slots[slot].holders.wrappingSubtract(1, ordering: .releasing)
+        return nil
+    }
+
+    /// Leaves the gate entered shared in `slot`.
+    static func leaveShared(_ slot: Int) {
+        // Releasing: what this adoption changed happens before an exclusive holder's walk.
+        slots[slot].holders.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    /// Enters the gate exclusively: waits for the exclusive holders before, then for every shared
+    /// holder to leave (no new one enters meanwhile).
+    static func enterExclusive() {
+        ThreadContext.current.takeUnretainedValue().exclusiveGateEntries &+= 1
+        RawLockOps.lock(lock.raw)
+        writer.store(1, ordering: .sequentiallyConsistent)
+        for slot in 0..<slotCount {
+            // A shared holder holds no other gate and takes only stripe locks, which this thread
+            // does not hold: it leaves in a bounded time.
+            while slots[slot].holders.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
+        }
+    }
+
+    /// Leaves the gate entered exclusively.
+    static func leaveExclusive() {
+        writer.store(0, ordering: .releasing)
+        RawLockOps.unlock(lock.raw)
+    }
+    #else
+    // Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: every holder is
+    // exclusive there, as under one lock.
+    static let admitsSharedHolders = false
+    static func assignSlot() -> Int { 0 }
+    static func enterShared() -> Int? { nil }
+    static func leaveShared(_ slot: Int) {}
+    static func enterExclusive() {
+        ThreadContext.current.takeUnretainedValue().exclusiveGateEntries &+= 1
+        RawLockOps.lock(lock.raw)
+    }
+    static func leaveExclusive() { RawLockOps.unlock(lock.raw) }
+    #endif
+
+    /// Runs `body` holding the gate exclusively.
+    @inline(__always)
+    static func exclusively<Result>(_ body: () -> Result) -> Result {
+        enterExclusive()
+        defer { leaveExclusive() }
+        return body()
+    }
+}
