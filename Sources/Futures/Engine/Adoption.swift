@@ -84,6 +84,9 @@ extension FutureStorage {
         if let slot = AdoptionGate.enterShared() {
             decided = adoptShared(inner, from: origin, root: &root, effects: &effects)
             AdoptionGate.leaveShared(slot)
+            if decided == nil { ThreadContext.current.takeUnretainedValue().adoptionsNeedingExclusivity &+= 1 }
+        } else {
+            ThreadContext.current.takeUnretainedValue().adoptionsKeptFromSharing &+= 1
         }
         if decided == nil {
             AdoptionGate.enterExclusive()

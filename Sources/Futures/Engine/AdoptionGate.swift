@@ -97,7 +97,6 @@ enum AdoptionGate {
     /// Enters the gate exclusively: waits for the exclusive holders before, then for every shared
     /// holder to leave (no new one enters meanwhile).
     static func enterExclusive() {
-        ThreadContext.current.takeUnretainedValue().exclusiveGateEntries &+= 1
         RawLockOps.lock(lock.raw)
         writer.store(1, ordering: .sequentiallyConsistent)
         for slot in 0..<slotCount {
@@ -120,7 +119,6 @@ enum AdoptionGate {
     static func enterShared() -> Int? { nil }
     static func leaveShared(_ slot: Int) {}
     static func enterExclusive() {
-        ThreadContext.current.takeUnretainedValue().exclusiveGateEntries &+= 1
         RawLockOps.lock(lock.raw)
     }
     static func leaveExclusive() { RawLockOps.unlock(lock.raw) }

@@ -51,9 +51,11 @@ final class ThreadContext {
     /// This thread's slot in the adoption gate (see ``AdoptionGate``).
     let gateSlot = AdoptionGate.assignSlot()
 
-    /// How many times this thread entered the adoption gate exclusively (for tests of which
-    /// adoptions need it).
-    @exclusivity(unchecked) var exclusiveGateEntries = 0
+    /// How many adoptions on this thread found the adoption gate held or awaited exclusively by
+    /// another thread, and how many the gate held shared could not decide (they walk, or split):
+    /// for tests of which adoptions need it exclusively.
+    @exclusivity(unchecked) var adoptionsKeptFromSharing = 0
+    @exclusivity(unchecked) var adoptionsNeedingExclusivity = 0
 
     /// How many waits the cycle checks made on this thread have followed (for tests of their cost).
     @exclusivity(unchecked) var cycleStepsWalked = 0

@@ -209,40 +209,57 @@ struct CycleDetectionTests {
     /// that waits on something.
     @Test(.enabled(if: AdoptionGate.admitsSharedHolders))
     func onlyAdoptionsThatMayCloseACycleHoldTheGateExclusively() {
-        let context = ThreadContext.current.takeUnretainedValue()
-        func exclusiveEntries(_ adoption: () -> Void) -> Int {
-            let before = context.exclusiveGateEntries
-            adoption()
-            return context.exclusiveGateEntries - before
+        #expect(!needsExclusivity { let inner = Promise<Int>(); return { _ = Promise<Int>().complete(with: inner.future) } }, "merged")
+        #expect(
+            !needsExclusivity {
+                let inner = Promise<Int>()
+                let consumer = inner.future.map(on: .immediate) { $0 }
+                return { withExtendedLifetime(consumer) { _ = Promise<Int>().complete(with: inner.future) } }
+            }, "waited on")
+        let levels = Locked<[(Promise<Int>, Future<Int>)]>([])
+        #expect(
+            !needsExclusivity {
+                let step = Promise<Int>()
+                let adopter = Promise<Int>()
+                let consumer = adopter.future.map(on: .immediate) { $0 }
+                let nextLevel = step.future.flatMap(on: .immediate) { Future(value: $0) }
+                levels.withLock { $0.append((step, consumer)) }
+                return { _ = adopter.complete(with: nextLevel) }
+            }, "a loop's next level")
+        for (step, consumer) in levels.withLock({ $0 }) {
+            step.succeed(3)
+            #expect(consumer.outcome?.value == 3)
         }
-        let inner = Promise<Int>()
-        #expect(exclusiveEntries { Promise<Int>().complete(with: inner.future) } == 0, "merged")
-        let consumed = Promise<Int>()
-        let consumer = consumed.future.map(on: .immediate) { $0 }
-        #expect(exclusiveEntries { Promise<Int>().complete(with: consumed.future) } == 0, "waited on")
+        let cycles = Locked<[Future<Int>]>([])
+        #expect(
+            needsExclusivity {
+                let far = Promise<Int>()
+                let farConsumer = far.future.map(on: .immediate) { $0 }
+                let twoAway = Promise<Int>()
+                twoAway.complete(with: far.future.map(on: .immediate) { $0 })
+                cycles.withLock { $0 += [far.future, farConsumer] }
+                return { _ = far.complete(with: twoAway.future.map(on: .immediate) { $0 }) }
+            }, "two waits from a future that waits")
+        #expect(
+            needsExclusivity {
+                let own = Promise<Int>()
+                cycles.withLock { $0.append(own.future) }
+                return { _ = own.complete(with: own.future.map(on: .immediate) { $0 }) }
+            }, "its own map")
+        for future in cycles.withLock({ $0 }) { #expect(isCycle(future.outcome)) }
+    }
 
-        let step = Promise<Int>()
-        let adopter = Promise<Int>()
-        let adopterConsumer = adopter.future.map(on: .immediate) { $0 }
-        let nextLevel = step.future.flatMap(on: .immediate) { Future(value: $0) }
-        #expect(exclusiveEntries { adopter.complete(with: nextLevel) } == 0, "a loop's next level")
-
-        let far = Promise<Int>()
-        let farConsumer = far.future.map(on: .immediate) { $0 }
-        let twoAway = Promise<Int>()
-        twoAway.complete(with: far.future.map(on: .immediate) { $0 })
-        #expect(exclusiveEntries { far.complete(with: twoAway.future.map(on: .immediate) { $0 }) } == 1, "may close one")
-        #expect(isCycle(far.future.outcome), "and does")
-
-        let own = Promise<Int>()
-        #expect(exclusiveEntries { own.complete(with: own.future.map(on: .immediate) { $0 }) } == 1, "a cycle")
-        #expect(isCycle(own.future.outcome))
-        inner.succeed(1)
-        consumed.succeed(2)
-        step.succeed(3)
-        #expect(consumer.outcome?.value == 2)
-        #expect(adopterConsumer.outcome?.value == 3)
-        #expect(isCycle(farConsumer.outcome))
+    /// Whether the adoption `make` returns needed the adoption gate exclusively. Made again while
+    /// another thread (another test) held the gate exclusively when it started, which keeps every
+    /// adoption from sharing it.
+    private func needsExclusivity(_ make: () -> () -> Void) -> Bool {
+        let context = ThreadContext.current.takeUnretainedValue()
+        while true {
+            let adoption = make()
+            let (kept, needing) = (context.adoptionsKeptFromSharing, context.adoptionsNeedingExclusivity)
+            adoption()
+            if context.adoptionsKeptFromSharing == kept { return context.adoptionsNeedingExclusivity > needing }
+        }
     }
 
     /// How the futures of a cycle that threads close at once are joined.
