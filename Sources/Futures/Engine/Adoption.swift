@@ -157,12 +157,12 @@ extension FutureStorage {
             guard adopter.holdsStateLocked(depth: adopterDepth), inner.holdsStateLocked(depth: 0) else { return nil }
             if let refusal = adopter.refusal(from: origin) { return refusal }
             if inner.phase == .pending, adopter.callbacks.mayHoldWaiter, inner.waitsLocked {
+                effects.adopterWaitedOn = true
                 guard inner.extras?.waitingOn == nil, let upstream = inner.upstream, let source = upstream.resolved,
                     source !== adopter
                 else { return nil }
                 link = upstream
-                next = source
-                effects.keepAlive.append(source)  // a weak link's target, released after the locks
+                next = source  // (a weak link's target: this reference is released after the locks)
                 return nil
             }
             return adopter.decideLocked(adopting: inner, adopterDepth: adopterDepth, targetDepth: 0, effects: &effects)
@@ -240,7 +240,9 @@ extension FutureStorage {
             // entry (a new promise, or a loop's future that only observers watch: the usual
             // cases) closes no cycle, and the walk, as long as the chain behind the target, is
             // skipped.
-            let waitedOn = LockTable.withLock(adopter) { adopter.callbacks.mayHoldWaiter }
+            // (Known already if an attempt with the gate shared saw it: walking when nothing
+            // waits any more only finds no cycle.)
+            let waitedOn = effects.adopterWaitedOn || LockTable.withLock(adopter) { adopter.callbacks.mayHoldWaiter }
             members = waitedOn ? Self.cycleMembers(adopting: found, into: adopter, keepAlive: &effects.keepAlive) : nil
         } else {
             members = nil  // a completed target closes no cycle (most adoptions): no walk
@@ -313,6 +315,8 @@ struct AdoptionEffects {
     var keepUpstream: (any ConsumerSource)?
     /// To report after the locks.
     var progressChange: ProgressChange?
+    /// Whether an attempt with the gate held shared found a wait into the adopter's root.
+    var adopterWaitedOn = false
 }
 
 /// Splitting a merge set: a registrant arrives on a future merged into another that is still

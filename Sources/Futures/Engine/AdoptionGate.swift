@@ -38,91 +38,31 @@ import Synchronization
 /// gate is taken before any stripe lock, never while one is held.
 @usableFromInline
 enum AdoptionGate {
-    /// Serialises exclusive holders.
-    static let lock = Lock()
-
-    #if !canImport(Darwin)
-    /// Raised while an exclusive holder holds the gate or waits for the slots to empty.
-    static let writer = Atomic<Int>(0)
-
-    /// One counter of shared holders per slot, a cache line apart.
+    /// The lock that serialises exclusive holders, then the slots: allocated once, never freed,
+    /// each on cache lines of its own.
     // Safety: the pointer is set once, when the global is initialised (which the runtime makes
-    // thread-safe), and never freed; the memory it points to is only touched through the atomics.
-    nonisolated(unsafe) static let slots: UnsafeMutablePointer<Slot> = {
-        let slots = UnsafeMutablePointer<Slot>.allocate(capacity: slotCount)
-        for index in 0..<slotCount { (slots + index).initialize(to: Slot()) }
-        return slots
+    // thread-safe), and never changes; the lock is the synchronisation primitive itself, and the
+    // slots are only touched through their atomics.
+    nonisolated(unsafe) static let memory: UnsafeMutableRawPointer = {
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: spacing * (1 + slotCount), alignment: spacing)
+        RawLockOps.initialize(memory.bindMemory(to: RawLock.self, capacity: 1))
+        #if !canImport(Darwin)
+        for index in 0..<slotCount {
+            (memory + spacing * (1 + index)).bindMemory(to: Slot.self, capacity: 1).initialize(to: Slot())
+        }
+        #endif
+        return memory
     }()
 
-    static let slotCount = 16
+    /// Bytes between the lock and each slot: two cache lines, so that neither a line nor the
+    /// neighbouring line that the processor may fetch with it is shared.
+    static let spacing = 128
 
-    /// Whether adoptions may hold the gate shared here.
-    static let admitsSharedHolders = true
-
-    /// Hands threads their slots in turn, so the first `slotCount` threads share none.
-    static let nextSlot = Atomic<Int>(0)
-
-    /// The slot of a thread whose context is being made.
-    static func assignSlot() -> Int {
-        nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue % slotCount
+    /// The lock of the exclusive holders, in `memory`.
+    @inline(__always)
+    static func lock(_ memory: UnsafeMutableRawPointer) -> UnsafeMutablePointer<RawLock> {
+        memory.assumingMemoryBound(to: RawLock.self)
     }
-
-    struct Slot: ~Copyable {
-        let holders = Atomic<Int>(0)
-        // Keeps the next slot's counter off this one's cache line.
-        let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        )
-    }
-
-    /// Enters the gate shared, unless an exclusive holder holds it or waits for it: then returns
-    /// `nil`, and the caller holds nothing. Otherwise returns the slot to pass to
-    /// ``leaveShared(_:)``.
-    static func enterShared() -> Int? {
-        let slot = ThreadContext.current.takeUnretainedValue().gateSlot
-        // Sequentially consistent on both sides: either this thread sees `writer` raised, or the
-        // exclusive holder, which raised it before reading the slots, sees this count.
-        slots[slot].holders.wrappingAdd(1, ordering: .sequentiallyConsistent)
-        if writer.load(ordering: .sequentiallyConsistent) == 0 { return slot }
-        slots[slot].holders.wrappingSubtract(1, ordering: .releasing)
-        return nil
-    }
-
-    /// Leaves the gate entered shared in `slot`.
-    static func leaveShared(_ slot: Int) {
-        // Releasing: what this adoption changed happens before an exclusive holder's walk.
-        slots[slot].holders.wrappingSubtract(1, ordering: .releasing)
-    }
-
-    /// Enters the gate exclusively: waits for the exclusive holders before, then for every shared
-    /// holder to leave (no new one enters meanwhile).
-    static func enterExclusive() {
-        RawLockOps.lock(lock.raw)
-        writer.store(1, ordering: .sequentiallyConsistent)
-        for slot in 0..<slotCount {
-            // A shared holder holds no other gate and takes only stripe locks, which this thread
-            // does not hold: it leaves in a bounded time.
-            while slots[slot].holders.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
-        }
-    }
-
-    /// Leaves the gate entered exclusively.
-    static func leaveExclusive() {
-        writer.store(0, ordering: .releasing)
-        RawLockOps.unlock(lock.raw)
-    }
-    #else
-    // Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: every holder is
-    // exclusive there, as under one lock.
-    static let admitsSharedHolders = false
-    static func assignSlot() -> Int { 0 }
-    static func enterShared() -> Int? { nil }
-    static func leaveShared(_ slot: Int) {}
-    static func enterExclusive() {
-        RawLockOps.lock(lock.raw)
-    }
-    static func leaveExclusive() { RawLockOps.unlock(lock.raw) }
-    #endif
 
     /// Runs `body` holding the gate exclusively.
     @inline(__always)
@@ -131,4 +71,80 @@ enum AdoptionGate {
         defer { leaveExclusive() }
         return body()
     }
+
+    #if !canImport(Darwin)
+    /// Whether adoptions may hold the gate shared here.
+    static let admitsSharedHolders = true
+
+    static let slotCount = 16
+
+    /// Raised while an exclusive holder holds the gate or waits for the slots to empty.
+    static let writer = Atomic<Int>(0)
+
+    /// Hands threads their slots in turn, so the first `slotCount` threads share none.
+    static let nextSlot = Atomic<Int>(0)
+
+    /// A counter of the shared holders whose threads have this slot.
+    struct Slot: ~Copyable {
+        let holders = Atomic<Int>(0)
+    }
+
+    /// The slot of a thread whose context is being made.
+    static func assignSlot() -> UnsafeMutableRawPointer? {
+        let index = nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue % slotCount
+        return memory + spacing * (1 + index)
+    }
+
+    /// Enters the gate shared, unless an exclusive holder holds it or waits for it: then returns
+    /// `nil`, and the caller holds nothing. Otherwise returns this thread's slot, to pass to
+    /// ``leaveShared(_:)``.
+    @inline(__always)
+    static func enterShared() -> UnsafeMutableRawPointer? {
+        guard let slot = ThreadContext.current.takeUnretainedValue().gateSlot else { return nil }
+        let holders = slot.assumingMemoryBound(to: Slot.self)
+        // Sequentially consistent on both sides: either this thread sees `writer` raised, or the
+        // exclusive holder, which raised it before reading the slots, sees this count.
+        holders.pointee.holders.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        if writer.load(ordering: .sequentiallyConsistent) == 0 { return slot }
+        holders.pointee.holders.wrappingSubtract(1, ordering: .releasing)
+        return nil
+    }
+
+    /// Leaves the gate entered shared in `slot`.
+    @inline(__always)
+    static func leaveShared(_ slot: UnsafeMutableRawPointer) {
+        // Releasing: what this adoption changed happens before an exclusive holder's walk.
+        slot.assumingMemoryBound(to: Slot.self).pointee.holders.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    /// Enters the gate exclusively: waits for the exclusive holders before, then for every shared
+    /// holder to leave (no new one enters meanwhile).
+    static func enterExclusive() {
+        let memory = memory
+        RawLockOps.lock(lock(memory))
+        writer.store(1, ordering: .sequentiallyConsistent)
+        for index in 0..<slotCount {
+            let holders = (memory + spacing * (1 + index)).assumingMemoryBound(to: Slot.self)
+            // A shared holder holds no other gate and takes only stripe locks, which this thread
+            // does not hold: it leaves in a bounded time.
+            while holders.pointee.holders.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
+        }
+    }
+
+    /// Leaves the gate entered exclusively.
+    static func leaveExclusive() {
+        writer.store(0, ordering: .releasing)
+        RawLockOps.unlock(lock(memory))
+    }
+    #else
+    // Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: every holder is
+    // exclusive there, as under one lock.
+    static let admitsSharedHolders = false
+    static let slotCount = 0
+    static func assignSlot() -> UnsafeMutableRawPointer? { nil }
+    static func enterShared() -> UnsafeMutableRawPointer? { nil }
+    static func leaveShared(_ slot: UnsafeMutableRawPointer) {}
+    static func enterExclusive() { RawLockOps.lock(lock(memory)) }
+    static func leaveExclusive() { RawLockOps.unlock(lock(memory)) }
+    #endif
 }

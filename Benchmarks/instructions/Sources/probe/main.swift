@@ -59,6 +59,31 @@ final class Loop: @unchecked Sendable {
     precondition(top.outcome != nil)
 }
 
+/// The merging loop with a consumer on its outer future: every level's adoption then finds a wait
+/// into the adopter's root, and decides whether it may close a cycle.
+@inline(never) func consumedLoop(levels: Int) {
+    let loop = Loop(observed: false)
+    let top = loop.level(levels)
+    let consumer = top.map(on: .immediate) { $0 }
+    var i = 0
+    while i < loop.pending.count { _ = loop.pending[i].succeed(i); i += 1 }
+    precondition(consumer.outcome != nil)
+}
+
+/// Promises adopting pending futures: merged (`deep: false`), or, with a consumer on each promise,
+/// adopting a map of a map of another promise's future (the case that walks for a cycle).
+@inline(never) func adoptions(count: Int, deep: Bool) {
+    let promises = (0..<count).map { _ in Promise<Int>() }
+    let inners = (0..<count).map { _ in Promise<Int>() }
+    let consumers = deep ? promises.map { $0.future.map(on: .immediate) { $0 } } : []
+    for (promise, inner) in zip(promises, inners) {
+        let target = deep ? inner.future.map(on: .immediate) { $0 }.map(on: .immediate) { $0 } : inner.future
+        precondition(promise.complete(with: target))
+    }
+    for inner in inners { _ = inner.succeed(1) }
+    precondition(promises.allSatisfy { $0.future.outcome?.value == 1 } && consumers.allSatisfy { $0.outcome != nil })
+}
+
 @inline(never) func progressChain(reports: Int) {
     let p = Promise<Int>()
     let q = Promise<Int>()
@@ -95,6 +120,9 @@ for _ in 0..<reps {
     case "observed": mergingLoop(levels: 1000, observed: true)
     case "progress": progressChain(reports: 10)
     case "late": lateConsumers(levels: 1000)
+    case "consumed": consumedLoop(levels: 1000)
+    case "adopt": adoptions(count: 1000, deep: false)
+    case "adoptDeep": adoptions(count: 1000, deep: true)
     default: fatalError("unknown \(which)")
     }
 }
