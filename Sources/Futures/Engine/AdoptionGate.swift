@@ -15,27 +15,30 @@ import Synchronization
 /// the readers do not share a lock.
 ///
 /// - **Shared** (many threads at once): an adoption that needs no walk. It follows its adopter's
-///   links to the root, then, under the two futures' stripe locks, checks that the adopter's root
-///   and the target still hold their own states and that adopting cannot close a cycle (nothing
-///   waits on the adopter's root, or the target waits on nothing), and merges or waits. Such an
-///   adoption only makes a root a link (a merge) or adds a wait, each under the locks of the two
-///   futures it joins.
-/// - **Exclusive** (one thread, no shared holder): everything that reads more of the graph than two
-///   locked futures and relies on it not changing meanwhile: an adoption that walks the waits for
-///   a cycle, or splits the set its target was merged into, and every split.
+///   links to the root, then, under the futures' stripe locks, checks that the adopter's root and
+///   the target still hold their own states and that adopting cannot close a cycle: nothing waits
+///   on the adopter's root, or the target waits on nothing, or it waits only on a future that holds
+///   its own state, is not the adopter's root and waits on nothing (checked under that future's lock
+///   too). Then it merges or waits. Such an adoption only makes a root a link (a merge) or adds a
+///   wait, under the locks of the futures it names.
+/// - **Exclusive** (one thread, no shared holder): everything that reads more of the graph than the
+///   futures it has locked and relies on it not changing meanwhile: an adoption that walks the waits
+///   for a cycle, or splits the set its target was merged into, and every split.
 ///
-/// Why a cycle is still always found: two waits that meet at a future are made under that future's
-/// lock, so they are ordered. Of the waits that form a cycle, the one made last saw, under its two
-/// locks, a wait into its adopter and a wait out of its target, so it was not a shared adoption: it
-/// held the gate exclusively, after every shared adoption that made another wait of the cycle had
-/// left the gate, and its walk saw the whole cycle.
+/// Why a cycle is still always found: a wait into a future is recorded in that future's callbacks,
+/// under its lock (a merge set's wait on its source is the one its merged member recorded there), so
+/// two waits that meet at a future are ordered by its lock. Of the waits that form a cycle, the one
+/// made last saw, under its locks, the wait into its adopter and the waits out of its target, so it
+/// was not a shared adoption: it held the gate exclusively, after every shared adoption that made
+/// another wait of the cycle had left the gate, and its walk saw the whole cycle. (A registration's
+/// wait starts at a new future, which nothing waits on yet: it never closes a cycle.)
 ///
-/// A shared holder counts itself in its thread's slot (threads hash to one of a few slots, each on
-/// its own cache line), so two threads adopting at once write no common memory but their futures'.
-/// An exclusive holder takes `lock` (exclusive holders queue there), raises `writer`, and waits for
-/// the slots to empty; a thread that finds `writer` raised leaves its slot at once and adopts
-/// exclusively instead, so it never waits while counted. No user code runs in either mode, and the
-/// gate is taken before any stripe lock, never while one is held.
+/// A shared holder counts itself in its thread's slot (threads take one of a few slots in turn,
+/// each on cache lines of its own), so two threads adopting at once write no common memory but
+/// their futures'. An exclusive holder takes the lock (exclusive holders queue there), raises
+/// `writer`, and waits for the slots to empty; a thread that finds `writer` raised leaves its slot
+/// at once and adopts exclusively instead, so it never waits while counted. No user code runs in
+/// either mode, and the gate is taken before any stripe lock, never while one is held.
 @usableFromInline
 enum AdoptionGate {
     /// The lock that serialises exclusive holders, then the slots: allocated once, never freed,
@@ -137,8 +140,8 @@ enum AdoptionGate {
         RawLockOps.unlock(lock(memory))
     }
     #else
-    // Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: every holder is
-    // exclusive there, as under one lock.
+    // Apple platforms: `Synchronization.Atomic` needs macOS 15 and iOS 18, newer than the
+    // package's deployment targets, so every holder is exclusive there, as under one lock.
     static let admitsSharedHolders = false
     static let slotCount = 0
     static func assignSlot() -> UnsafeMutableRawPointer? { nil }

@@ -383,8 +383,8 @@ extension FutureStorage {
         return progressChange
     }
 
-    /// Splits this pending future's merge set at `depth` (both futures' locks held, and the adoption
-    /// lock): `state`, new, takes over what belongs to the futures merged at `depth` and below (the
+    /// Splits this pending future's merge set at `depth` (both futures' locks held, inside the
+    /// exclusive adoption gate): `state`, new, takes over what belongs to the futures merged at `depth` and below (the
     /// right to complete, the future waited on, upstream, their cancel handlers, a join's progress
     /// source, the progress relation below `depth`), and this future waits
     /// on it, as if it had never merged them. Walks that come through links from `depth` or below
