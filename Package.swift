@@ -52,7 +52,11 @@ let package = Package(
     dependencies: dependencies,
     targets: [
         // The core library: no package dependencies, only the system's Foundation and Dispatch.
-        .target(name: "Futures"),
+        .target(name: "Futures", dependencies: ["CFuturesAtomicGlobals"]),
+        // The core library's few atomic globals, in C11 atomics (not a product: built as part of
+        // every product that needs `Futures`; `Synchronization.Atomic` is newer than the platforms
+        // below on Apple systems).
+        .target(name: "CFuturesAtomicGlobals"),
         // Deterministic executors for testing future-based code without sleeping.
         .target(name: "FuturesTestSupport", dependencies: ["Futures"]),
         // Futures to and from SwiftNIO's EventLoopFuture, and an executor that runs on an event loop.

@@ -1,6 +1,4 @@
-#if !canImport(Darwin)
-import Synchronization
-#endif
+import CFuturesAtomicGlobals
 
 /// A value that follows a future's callbacks from where they are registered to wherever they run:
 /// a task-local request context, a tracing context, a logger's metadata.
@@ -80,10 +78,8 @@ public protocol FutureContextCarrier: Sendable {
 /// callbacks the bridges register. `Future { try await ... }` runs its task with the task-local
 /// values of the call that made it, as every `Task` does.
 ///
-/// Without a carrier installed, a registration pays one relaxed atomic load, and nothing else (on
-/// Apple systems an uncontended lock instead, on every OS version: `Synchronization.Atomic` is newer
-/// than the package's deployment targets). With carriers installed, a
-/// registration calls each carrier's ``FutureContextCarrier/capture()`` once and wraps the callback
+/// Without a carrier installed, a registration pays one relaxed atomic load, and nothing else, on
+/// every platform. With carriers installed, a registration calls each carrier's ``FutureContextCarrier/capture()`` once and wraps the callback
 /// (one allocation), whether or not a value was captured: the wrapper restores the values, or
 /// their absence. With three carriers or more, a registration where any has a value allocates the
 /// list of values too. The library's own registrations, which run no user code (the steps of
@@ -109,14 +105,15 @@ public enum FutureContext {
         precondition(installed, "FutureContext.bootstrap may only be called once")
     }
 
-    /// Whether carriers are installed: one relaxed atomic load (a lock on Apple systems).
+    /// Whether carriers are installed: one relaxed atomic load.
+    ///
+    /// Relaxed is enough: the answer only chooses a path. `false` (nothing installed, or not yet
+    /// seen by this thread) means carrying nothing, as for a registration made before
+    /// ``bootstrap(_:)``; `true` leads to ``CarrierSet/installed``, whose acquiring load orders the
+    /// reads of the set after its publication.
     @inlinable @inline(__always)
     static var isInstalled: Bool {
-        #if !canImport(Darwin)
-        installedCarriers.load(ordering: .relaxed) != 0
-        #else
-        installedCarriers.withLock { $0 != nil }
-        #endif
+        swift_futures_installed_carriers_load_relaxed() != 0
     }
 
     /// The context the installed carriers capture now (their values, or their absence), or `nil` if
@@ -226,57 +223,38 @@ public enum FutureContext {
     }
 }
 
-#if !canImport(Darwin)
-/// The address of the installed ``CarrierSet`` (allocated once, never freed), or 0. A constant
-/// initial value, so that reading it needs no lazy initialisation of the global.
-@usableFromInline let installedCarriers = Atomic<UInt>(0)
-#else
-// Apple platforms: `Synchronization.Atomic` needs macOS 15 and iOS 18, newer than the package's
-// deployment targets, and a global cannot be declared only where it is available, so the set is read
-// under a lock there, on every OS version.
-@usableFromInline let installedCarriers = Locked<CarrierSet?>(nil)
-#endif
-
 /// The carriers ``FutureContext/bootstrap(_:)`` installed, in memory allocated once and never
 /// freed: reading them, at every registration, costs no reference counting.
 @usableFromInline
 struct CarrierSet: @unchecked Sendable {
-    // Safety: the buffer is filled before the set is published (with release ordering, or under the
-    // lock) and is never written or freed after; a carrier type is a metatype, which is immutable.
+    // Safety: the buffer is filled before the set is published (with release ordering) and is never
+    // written or freed after; a carrier type is a metatype, which is immutable.
     let carriers: UnsafeBufferPointer<any FutureContextCarrier.Type>
 
     /// Installs `carriers` unless a set is installed already.
+    ///
+    /// The set is published by its address, in an atomic global (see `CFuturesAtomicGlobals`) with a
+    /// constant initial value, 0, so that reading it needs no lazy initialisation.
     static func install(_ carriers: [any FutureContextCarrier.Type]) -> Bool {
         let buffer = UnsafeMutableBufferPointer<any FutureContextCarrier.Type>.allocate(capacity: carriers.count)
         _ = buffer.initialize(from: carriers)
-        let set = CarrierSet(carriers: UnsafeBufferPointer(buffer))
-        #if !canImport(Darwin)
         let stored = UnsafeMutablePointer<CarrierSet>.allocate(capacity: 1)
-        stored.initialize(to: set)
-        let address = UInt(bitPattern: stored)
-        if installedCarriers.compareExchange(expected: 0, desired: address, ordering: .releasing).exchanged {
-            return true
-        }
+        stored.initialize(to: CarrierSet(carriers: UnsafeBufferPointer(buffer)))
+        // Release: the writes of the buffer and of the set above happen before any thread that
+        // reads the address with acquire (``installed``) reads through it. A failed exchange
+        // publishes nothing, so its relaxed failure ordering is enough.
+        if swift_futures_installed_carriers_install_release(UInt(bitPattern: stored)) { return true }
+        stored.deinitialize(count: 1)
         stored.deallocate()
-        #else
-        let installed = installedCarriers.withLock { installed -> Bool in
-            guard installed == nil else { return false }
-            installed = set
-            return true
-        }
-        if installed { return true }
-        #endif
         buffer.deallocate()
         return false
     }
 
     /// The installed set, if any.
     static var installed: CarrierSet? {
-        #if !canImport(Darwin)
-        UnsafePointer<CarrierSet>(bitPattern: installedCarriers.load(ordering: .acquiring))?.pointee
-        #else
-        installedCarriers.withLock { $0 }
-        #endif
+        // Acquire, pairing with the release of ``install(_:)``: the set and its buffer are read
+        // through the address only after it, so they are seen as written.
+        UnsafePointer<CarrierSet>(bitPattern: swift_futures_installed_carriers_load_acquire())?.pointee
     }
 
     /// What the carriers capture now: the values, or the absence of a value, of each.

@@ -1,3 +1,5 @@
+import CFuturesAtomicGlobals
+
 /// Finds the futures that never complete, and reports the failures nobody saw.
 ///
 /// Tracking is off by default, and then costs one relaxed atomic load per future made. Turn it on
@@ -90,17 +92,13 @@ public enum FutureDiagnostics {
         ///   reporter installed by ``FutureDiagnostics/bootstrap(_:)``, if any).
         public init(onEvent: (@Sendable (FutureEvent) -> Void)? = nil) {
             self.onEvent = onEvent
-            #if !canImport(Darwin)
-            scopeCount.add(1, ordering: .relaxed)
-            #endif
+            swift_futures_scope_count_add_relaxed(1)
             if onEvent != nil { Tracking.state.withLock { $0.listeningScopes += 1 } }
         }
 
         deinit {
             if onEvent != nil { Tracking.state.withLock { $0.listeningScopes -= 1 } }
-            #if !canImport(Darwin)
-            scopeCount.subtract(1, ordering: .relaxed)
-            #endif
+            swift_futures_scope_count_add_relaxed(-1)
         }
 
         /// Runs `body` with this scope current: the futures it makes belong to the scope.

@@ -7,28 +7,22 @@ import Musl
 #elseif canImport(Android)
 import Android
 #endif
-#if !canImport(Darwin)
-import Synchronization
-#endif
+import CFuturesAtomicGlobals
 
-#if !canImport(Darwin)
-/// Whether futures made now are tracked: one relaxed load per future made. 0 until the first
-/// future made reads `SWIFT_FUTURES_DIAGNOSTICS` (or tracking is switched), then 1 (off) or 2 (on).
-/// A constant initial value, so that reading it needs no lazy initialisation of the global.
-@usableFromInline let trackingSwitch = Atomic<UInt8>(0)
-#else
-// Apple platforms before macOS 15 and iOS 18 lack `Synchronization.Atomic`: the switch is read
-// under a lock there.
-@usableFromInline let trackingSwitch = Locked<Bool>(Tracking.enabledByEnvironment)
-#endif
-
-#if !canImport(Darwin)
-/// How many ``FutureDiagnostics/Scope``s exist: while there are none, no scope can be current, and
-/// a future tracked then reads no task-local value (the dearest part of tracking it).
-let scopeCount = Atomic<Int>(0)
-/// The id of the next future tracked.
-let nextTrackingID = Atomic<UInt64>(1)
-#endif
+// The atomic globals of tracking are in `CFuturesAtomicGlobals`, with constant initial values (so
+// that reading one needs no lazy initialisation):
+// - `swift_futures_tracking_switch`: whether futures made now are tracked, one relaxed load per
+//   future made. 0 until the first future made reads `SWIFT_FUTURES_DIAGNOSTICS` (or tracking is
+//   switched), then 1 (off) or 2 (on).
+// - `swift_futures_scope_count`: how many ``FutureDiagnostics/Scope``s exist. While there are none,
+//   no scope can be current, and a future tracked then reads no task-local value (the dearest part
+//   of tracking it).
+// - `swift_futures_next_tracking_id`: the id of the next future tracked.
+// All are relaxed: each is a value on its own, publishing no other memory. The switch may be seen
+// late by another thread (a future made at the moment tracking is switched may or may not be
+// tracked, as with any ordering); a scope is counted before it can be current anywhere, since it
+// reaches another thread only through something that orders its making first (a task's creation, a
+// lock); ids only need to be distinct, and increase in the order each thread draws them.
 
 /// The bookkeeping behind ``FutureDiagnostics``: a side table, keyed by each tracked future's
 /// identity, of what the future itself does not store (id, kind, call site, birth, name, scope, a
@@ -68,30 +62,20 @@ enum Tracking {
 
     /// Whether futures made now are tracked.
     @inlinable static var isOn: Bool {
-        #if !canImport(Darwin)
-        let state = trackingSwitch.load(ordering: .relaxed)
+        let state = swift_futures_tracking_switch_load_relaxed()
         if _fastPath(state == 1) { return false }
         return state == 2 || decideFromEnvironment()
-        #else
-        trackingSwitch.withLock { $0 }
-        #endif
     }
 
-    #if !canImport(Darwin)
     /// The first future made: the environment decides, unless tracking was switched meanwhile.
     @usableFromInline @inline(never)
     static func decideFromEnvironment() -> Bool {
-        _ = trackingSwitch.compareExchange(expected: 0, desired: enabledByEnvironment ? 2 : 1, ordering: .relaxed)
-        return trackingSwitch.load(ordering: .relaxed) == 2
+        _ = swift_futures_tracking_switch_compare_exchange_relaxed(0, enabledByEnvironment ? 2 : 1)
+        return swift_futures_tracking_switch_load_relaxed() == 2
     }
-    #endif
 
     static func turn(on: Bool) {
-        #if !canImport(Darwin)
-        trackingSwitch.store(on ? 2 : 1, ordering: .relaxed)
-        #else
-        trackingSwitch.withLock { $0 = on }
-        #endif
+        swift_futures_tracking_switch_store_relaxed(on ? 2 : 1)
     }
 
     /// What the table knows of one future.
@@ -121,9 +105,6 @@ enum Tracking {
         var reporter: (@Sendable (FutureEvent) -> Void)?
         /// Scopes that want events: while there are any, rare events look for a listener.
         var listeningScopes = 0
-        #if canImport(Darwin)
-        var nextID: UInt64 = 1
-        #endif
     }
 
     /// The reporter and the listening scopes. Its lock is taken under no stripe lock, and takes none.
@@ -164,21 +145,12 @@ enum Tracking {
 
     /// A number for a future tracked now: later futures have higher numbers.
     static func newID() -> UInt64 {
-        #if !canImport(Darwin)
-        nextTrackingID.wrappingAdd(1, ordering: .relaxed).oldValue
-        #else
-        state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
-        #endif
+        swift_futures_next_tracking_id_draw_relaxed()
     }
 
     /// The scope current now. While no scope exists there is none, and no task-local value to read.
     static var currentScope: FutureDiagnostics.Scope? {
-        #if !canImport(Darwin)
-        if scopeCount.load(ordering: .relaxed) == 0 { return nil }
-        #endif
+        if swift_futures_scope_count_load_relaxed() == 0 { return nil }
         return FutureDiagnostics.Scope.current
     }
 
@@ -194,18 +166,11 @@ enum Tracking {
         let memberIDs = members.compactMap { id(of: $0) }
         let scope = currentScope
         let made = ContinuousClock.now
-        #if canImport(Darwin)
-        // The counter is under the lock of `state` there, which is never taken under a stripe: the
-        // id is drawn first (a future tracked twice leaves a number unused).
-        let drawn: UInt64? = newID()
-        #else
-        let drawn: UInt64? = nil
-        #endif
         let replaced = withStripe(LockTable.index(of: node)) { records -> Record? in
             node.flags |= StorageFlags.tracked
             guard let old = records[key] else {
                 records[key] = Record(
-                    id: drawn ?? newID(), key: key, object: .passUnretained(node), type: FutureStorage<Value>.self, kind: kind, file: file,
+                    id: newID(), key: key, object: .passUnretained(node), type: FutureStorage<Value>.self, kind: kind, file: file,
                     line: line, made: made, name: name, members: memberIDs, scope: scope)
                 return nil
             }
