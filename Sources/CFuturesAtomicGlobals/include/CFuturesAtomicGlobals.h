@@ -75,4 +75,48 @@ static inline uint64_t swift_futures_next_tracking_id_draw_relaxed(void) {
     return atomic_fetch_add_explicit(&swift_futures_next_tracking_id, 1, memory_order_relaxed);
 }
 
+// MARK: - The adoption gate
+
+/// Raised while an exclusive holder of the adoption gate holds it or waits for the slots to empty.
+extern _Atomic(intptr_t) swift_futures_gate_writer;
+
+static inline intptr_t swift_futures_gate_writer_load_seq_cst(void) {
+    return atomic_load_explicit(&swift_futures_gate_writer, memory_order_seq_cst);
+}
+
+static inline void swift_futures_gate_writer_store_seq_cst(intptr_t value) {
+    atomic_store_explicit(&swift_futures_gate_writer, value, memory_order_seq_cst);
+}
+
+static inline void swift_futures_gate_writer_store_release(intptr_t value) {
+    atomic_store_explicit(&swift_futures_gate_writer, value, memory_order_release);
+}
+
+/// Hands threads their slots of the gate in turn.
+extern _Atomic(intptr_t) swift_futures_gate_next_slot;
+
+/// The next slot number, counting it as drawn (relaxed): the value before the increment.
+static inline intptr_t swift_futures_gate_next_slot_draw_relaxed(void) {
+    return atomic_fetch_add_explicit(&swift_futures_gate_next_slot, 1, memory_order_relaxed);
+}
+
+// A slot of the gate: a counter of shared holders, at an address the Swift side allocated (aligned
+// for it) and never frees.
+
+static inline void swift_futures_gate_slot_init(void *slot) {
+    atomic_init((_Atomic(intptr_t) *)slot, 0);
+}
+
+static inline void swift_futures_gate_slot_add_seq_cst(void *slot, intptr_t delta) {
+    atomic_fetch_add_explicit((_Atomic(intptr_t) *)slot, delta, memory_order_seq_cst);
+}
+
+static inline void swift_futures_gate_slot_subtract_release(void *slot, intptr_t delta) {
+    atomic_fetch_sub_explicit((_Atomic(intptr_t) *)slot, delta, memory_order_release);
+}
+
+static inline intptr_t swift_futures_gate_slot_load_seq_cst(void *slot) {
+    return atomic_load_explicit((_Atomic(intptr_t) *)slot, memory_order_seq_cst);
+}
+
 #endif

@@ -7,9 +7,7 @@ import Musl
 #elseif canImport(Android)
 import Android
 #endif
-#if !canImport(Darwin)
-import Synchronization
-#endif
+import CFuturesAtomicGlobals
 
 /// Who may change merge links and waits between futures, and when: a reader-writer gate in which
 /// the readers do not share a lock.
@@ -49,17 +47,16 @@ enum AdoptionGate {
     nonisolated(unsafe) static let memory: UnsafeMutableRawPointer = {
         let memory = UnsafeMutableRawPointer.allocate(byteCount: spacing * (1 + slotCount), alignment: spacing)
         RawLockOps.initialize(memory.bindMemory(to: RawLock.self, capacity: 1))
-        #if !canImport(Darwin)
-        for index in 0..<slotCount {
-            (memory + spacing * (1 + index)).bindMemory(to: Slot.self, capacity: 1).initialize(to: Slot())
-        }
-        #endif
+        for index in 0..<slotCount { swift_futures_gate_slot_init(memory + spacing * (1 + index)) }
         return memory
     }()
 
     /// Bytes between the lock and each slot: two cache lines, so that neither a line nor the
     /// neighbouring line that the processor may fetch with it is shared.
     static let spacing = 128
+
+    /// How many slots the shared holders count themselves in.
+    static let slotCount = 16
 
     /// The lock of the exclusive holders, in `memory`.
     @inline(__always)
@@ -75,27 +72,10 @@ enum AdoptionGate {
         return body()
     }
 
-    #if !canImport(Darwin)
-    /// Whether adoptions may hold the gate shared here.
-    static let admitsSharedHolders = true
-
-    static let slotCount = 16
-
-    /// Raised while an exclusive holder holds the gate or waits for the slots to empty.
-    static let writer = Atomic<Int>(0)
-
-    /// Hands threads their slots in turn, so the first `slotCount` threads share none.
-    static let nextSlot = Atomic<Int>(0)
-
-    /// A counter of the shared holders whose threads have this slot.
-    struct Slot: ~Copyable {
-        let holders = Atomic<Int>(0)
-    }
-
-    /// The slot of a thread whose context is being made.
-    static func assignSlot() -> UnsafeMutableRawPointer? {
-        let index = nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue % slotCount
-        return memory + spacing * (1 + index)
+    /// The slot of a thread whose context is being made (threads take the slots in turn, so the
+    /// first `slotCount` threads share none).
+    static func assignSlot() -> UnsafeMutableRawPointer {
+        memory + spacing * (1 + swift_futures_gate_next_slot_draw_relaxed() % slotCount)
     }
 
     /// Enters the gate shared, unless an exclusive holder holds it or waits for it: then returns
@@ -103,13 +83,12 @@ enum AdoptionGate {
     /// ``leaveShared(_:)``.
     @inline(__always)
     static func enterShared() -> UnsafeMutableRawPointer? {
-        guard let slot = ThreadContext.current.takeUnretainedValue().gateSlot else { return nil }
-        let holders = slot.assumingMemoryBound(to: Slot.self)
+        let slot = ThreadContext.current.takeUnretainedValue().gateSlot
         // Sequentially consistent on both sides: either this thread sees `writer` raised, or the
         // exclusive holder, which raised it before reading the slots, sees this count.
-        holders.pointee.holders.wrappingAdd(1, ordering: .sequentiallyConsistent)
-        if writer.load(ordering: .sequentiallyConsistent) == 0 { return slot }
-        holders.pointee.holders.wrappingSubtract(1, ordering: .releasing)
+        swift_futures_gate_slot_add_seq_cst(slot, 1)
+        if swift_futures_gate_writer_load_seq_cst() == 0 { return slot }
+        swift_futures_gate_slot_subtract_release(slot, 1)
         return nil
     }
 
@@ -117,7 +96,7 @@ enum AdoptionGate {
     @inline(__always)
     static func leaveShared(_ slot: UnsafeMutableRawPointer) {
         // Releasing: what this adoption changed happens before an exclusive holder's walk.
-        slot.assumingMemoryBound(to: Slot.self).pointee.holders.wrappingSubtract(1, ordering: .releasing)
+        swift_futures_gate_slot_subtract_release(slot, 1)
     }
 
     /// Enters the gate exclusively: waits for the exclusive holders before, then for every shared
@@ -125,29 +104,17 @@ enum AdoptionGate {
     static func enterExclusive() {
         let memory = memory
         RawLockOps.lock(lock(memory))
-        writer.store(1, ordering: .sequentiallyConsistent)
+        swift_futures_gate_writer_store_seq_cst(1)
         for index in 0..<slotCount {
-            let holders = (memory + spacing * (1 + index)).assumingMemoryBound(to: Slot.self)
             // A shared holder holds no other gate and takes only stripe locks, which this thread
             // does not hold: it leaves in a bounded time.
-            while holders.pointee.holders.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
+            while swift_futures_gate_slot_load_seq_cst(memory + spacing * (1 + index)) != 0 { sched_yield() }
         }
     }
 
     /// Leaves the gate entered exclusively.
     static func leaveExclusive() {
-        writer.store(0, ordering: .releasing)
+        swift_futures_gate_writer_store_release(0)
         RawLockOps.unlock(lock(memory))
     }
-    #else
-    // Apple platforms: `Synchronization.Atomic` needs macOS 15 and iOS 18, newer than the
-    // package's deployment targets, so every holder is exclusive there, as under one lock.
-    static let admitsSharedHolders = false
-    static let slotCount = 0
-    static func assignSlot() -> UnsafeMutableRawPointer? { nil }
-    static func enterShared() -> UnsafeMutableRawPointer? { nil }
-    static func leaveShared(_ slot: UnsafeMutableRawPointer) {}
-    static func enterExclusive() { RawLockOps.lock(lock(memory)) }
-    static func leaveExclusive() { RawLockOps.unlock(lock(memory)) }
-    #endif
 }

@@ -48,7 +48,7 @@ final class ThreadContext {
     @exclusivity(unchecked) var withdrawals: [UpstreamLink?] = []
     @exclusivity(unchecked) var withdrawalHead = 0
 
-    /// This thread's slot in the adoption gate (see ``AdoptionGate``), if the gate has slots.
+    /// This thread's slot in the adoption gate (see ``AdoptionGate``).
     let gateSlot = AdoptionGate.assignSlot()
 
     /// How many adoptions on this thread found the adoption gate held or awaited exclusively by

@@ -207,7 +207,7 @@ struct CycleDetectionTests {
     /// it has a consumer), and a consumed loop's next level, which waits on a promise that waits
     /// on nothing. The others hold it exclusively: a cycle, and a target two waits from a future
     /// that waits on something.
-    @Test(.enabled(if: AdoptionGate.admitsSharedHolders))
+    @Test
     func onlyAdoptionsThatMayCloseACycleHoldTheGateExclusively() {
         #expect(!needsExclusivity { let inner = Promise<Int>(); return { _ = Promise<Int>().complete(with: inner.future) } }, "merged")
         #expect(
