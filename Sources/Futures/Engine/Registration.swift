@@ -49,21 +49,33 @@ extension FutureStorage {
         withOwnState({ $0.registerLocked(&entry, derived: derived) }, then: { node, step in node.registered(step, &entry) })
     }
 
-    /// Registers a join's member sink as a consumer of this future, with the member's index.
-    ///
-    /// - Returns: whether this future is never-like (nothing but cancellation can complete it), so
-    ///   that the join holds it weakly.
+    /// What registering a join's member found (see ``registerMember(_:index:)``).
+    @usableFromInline
+    enum MemberRegistration {
+        /// The member was complete already: nothing was registered, here is its outcome.
+        case completed(Outcome<Value>)
+        /// The sink is registered; `neverLike`: nothing but cancellation can complete the member,
+        /// so the join holds it weakly.
+        case registered(neverLike: Bool)
+    }
+
+    /// Registers a join's member sink as a consumer of this future, with the member's index, unless
+    /// the future is complete already: then nothing is registered and its outcome is returned, read
+    /// in the same critical region, so that the members complete before the join was made decide it
+    /// in input order (a registration on a complete future still running its callbacks on another
+    /// thread would queue behind them).
     @inlinable
-    final func registerMember(_ sink: MemberSink<Value>, index: Int) -> Bool {
+    final func registerMember(_ sink: MemberSink<Value>, index: Int) -> MemberRegistration {
         var entry: CallbackEntry<Value>? = .member(sink, index: index)
-        return withOwnState({ node -> (RegisterStep, neverLike: Bool) in
+        return withOwnState({ node -> (RegisterStep, MemberRegistration) in
+            if let outcome = node.result { return (.done, .completed(outcome)) }  // `entry` dropped after the lock
             // A completed future is never never-like, even if it was immortal (a cancelled future
             // derived from `never`): its outcome reaches the join, if later than this call.
             let neverLike = node.phase == .never || (node.phase == .pending && node.immortal)
-            return (node.registerLocked(&entry, counted: true), neverLike)
+            return (node.registerLocked(&entry, counted: true), .registered(neverLike: neverLike))
         }, then: { node, step in
             node.registered(step.0, &entry)
-            return step.neverLike
+            return step.1
         })
     }
 

@@ -189,25 +189,32 @@ extension Future {
             }
         }
         var neverLike: [Int] = []  // members nothing but cancellation can complete
+        var decidedWhileRegistering = false
         for (index, member) in members.enumerated() {
-            if let outcome = member.storage.outcome {
-                // Complete already (perhaps still running its callbacks on another thread, which
-                // would queue a registration behind them): read here, so that the members that
-                // completed before the call decide the join in input order.
-                sink.receive(outcome, index)
-            } else if member.storage.registerMember(sink, index: index) {
-                neverLike.append(index)
+            switch member.storage.registerMember(sink, index: index) {
+            case .registered(let neverLikeMember):
+                if neverLikeMember { neverLike.append(index) }
+                continue  // a member completing on another thread may decide the join: see below
+            case .completed(let outcome):
+                sink.receive(outcome, index)  // complete already: read here, so such members decide in input order
             }
-            if state.registered(index) {
-                // The join was decided (by a member that was complete already, or completed on
-                // another thread) and withdrew from the members registered before this one: this
-                // one leaves too, and each later one counts as a consumer that withdrew as it
+            let missed = state.registered(upTo: index + 1)
+            if let missed {
+                // The join was decided (by this member, or by one that completed on another thread)
+                // and withdrew from the members registered before its last check: those registered
+                // since leave too, and each later one counts as a consumer that withdrew as it
                 // arrived, so a loser is cancelled if nothing else needs it, however early the
                 // winner completed.
-                Cancellation.withdraw(from: member.storage, key: state.key(of: index))
+                for (missedIndex, source) in missed { Cancellation.withdraw(from: source, key: state.key(of: missedIndex)) }
                 for later in members[(index + 1)...] { Cancellation.withdraw(from: later.storage, .uncounted, key: nil) }
+                decidedWhileRegistering = true
                 break
             }
+        }
+        if !decidedWhileRegistering, let missed = state.registered(upTo: members.count) {
+            // Decided by a member that completed on another thread while the others registered:
+            // the join withdrew only from those registered before its last check; the rest leave now.
+            for (missedIndex, source) in missed { Cancellation.withdraw(from: source, key: state.key(of: missedIndex)) }
         }
         // Never-like members are held weakly, as any consumer holds them; if only they are left,
         // the join can never complete: it becomes never-like too (rather than a broken promise).
@@ -283,9 +290,10 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     /// Which members are never-like (`nil`: none), and how many of those have no outcome.
     @exclusivity(unchecked) @usableFromInline var neverLike: [Bool]?
     @exclusivity(unchecked) @usableFromInline var neverLikeUndecided = 0
-    /// How many members have registered (in index order), and whether the join has withdrawn from
-    /// them: a withdrawal covers only members registered before it, and a member that finishes
-    /// registering after it withdraws itself (see ``registered(_:)``).
+    /// How many members have registered, as far as the join knows (the registering call reports
+    /// them in index order, in batches), and whether the join has withdrawn from them: a withdrawal
+    /// covers only members reported before it, and the registering call withdraws from those it
+    /// reports after it (see ``registered(upTo:)``).
     @exclusivity(unchecked) @usableFromInline var registeredCount = 0
     @exclusivity(unchecked) @usableFromInline var withdrawn = false
 
@@ -357,13 +365,21 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Records that member `index` has registered. Returns whether the join has withdrawn, without
-    /// this member (the caller then withdraws it, and registers no more).
+    /// Records that the members before `end` have registered (or were read complete). Returns `nil`
+    /// if the join has not withdrawn; else the members registered since its withdrawal's last check
+    /// that have no outcome (the withdrawal covered only those registered before it), for the
+    /// caller to withdraw from, outside the lock.
     @inlinable
-    func registered(_ index: Int) -> Bool {
+    func registered(upTo end: Int) -> [(Int, any ConsumerSource)]? {
         LockTable.withLock(self) {
-            registeredCount = index + 1
-            return withdrawn
+            let start = registeredCount
+            registeredCount = end
+            guard withdrawn else { return nil }
+            return (start..<end).compactMap { index -> (Int, any ConsumerSource)? in
+                guard outcomes[index] == nil else { return nil }
+                let member: (any ConsumerSource)? = members[index] ?? weakMembers[index]
+                return member.map { (index, $0) }
+            }
         }
     }
 
@@ -372,7 +388,7 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     func key(of index: Int) -> RegistrationKey { RegistrationKey(owner: ObjectIdentifier(self), index: index) }
 
     /// Withdraws the join from the registered members with no outcome yet (taken under the lock,
-    /// withdrawn from outside it); members that register later withdraw themselves.
+    /// withdrawn from outside it); the registering call withdraws from those it reports later.
     @inlinable
     func withdrawFromPending() {
         let pending = LockTable.withLock(self) {

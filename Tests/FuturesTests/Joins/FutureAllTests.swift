@@ -28,6 +28,21 @@ struct FutureAllTests {
         _ = otherConsumer
     }
 
+    /// A member that failed before the call decides the join while it registers: the pending
+    /// members before it (registered) and after it (never registered) are left alike, cancelled
+    /// where only the join wanted them, their entries gone where another consumer stays.
+    @Test func aMemberFailedBeforeTheCallLeavesThePendingMembersOnEitherSide() {
+        let before = Promise<Int>(), sharedBefore = Promise<Int>(), after = Promise<Int>(), sharedAfter = Promise<Int>()
+        let keepers = [sharedBefore, sharedAfter].map { $0.future.map(on: .immediate) { $0 } }
+        let members = [before.future, sharedBefore.future, Future(error: TestError(code: 7)), after.future, sharedAfter.future]
+        let all = Future.all(members, policy: .failFast)
+        #expect((all.outcome?.error as? TestError)?.code == 7)
+        #expect(before.isCancelled && after.isCancelled, "only the join consumed them")
+        #expect(sharedBefore.future.isPending && sharedAfter.future.isPending, "another consumer still wants them")
+        #expect(entryCount(sharedBefore.future) == 1 && entryCount(sharedAfter.future) == 1)
+        #expect(keepers.allSatisfy { $0.outcome == nil })
+    }
+
     @Test func collectErrorsWaitsAndReportsEveryFailureInInputOrder() {
         let promises = (0..<4).map { _ in Promise<Int>() }
         let all = Future.all(promises.map(\.future), policy: .collectErrors)
