@@ -68,7 +68,10 @@ extension FutureStorage {
     final func registerMember(_ sink: MemberSink<Value>, index: Int) -> MemberRegistration {
         var entry: CallbackEntry<Value>? = .member(sink, index: index)
         return withOwnState({ node -> (RegisterStep, MemberRegistration) in
-            if let outcome = node.result { return (.done, .completed(outcome)) }  // `entry` dropped after the lock
+            if let outcome = node.result {
+                node.flags |= StorageFlags.observed  // the join read it: a failure is not unobserved
+                return (.done, .completed(outcome))  // `entry` dropped after the lock
+            }
             // A completed future is never never-like, even if it was immortal (a cancelled future
             // derived from `never`): its outcome reaches the join, if later than this call.
             let neverLike = node.phase == .never || (node.phase == .pending && node.immortal)

@@ -185,6 +185,9 @@ struct TrackedTestError: Error {}
             let adopter = Promise<Int>()
             adopter.complete(with: adopted.future)
             adopter.future.whenComplete(on: .immediate) { _ in }
+            let joined = Promise<Int>()
+            joined.fail(TrackedTestError())
+            Future.all([joined.future]).whenComplete(on: .immediate) { _ in }
         }
         #expect(log.recorded.all.isEmpty)
     }
