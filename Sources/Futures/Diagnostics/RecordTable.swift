@@ -1,9 +1,9 @@
 /// The tracking records of one stripe: an open-addressed hash table keyed by each future's address,
 /// probed linearly, whose removals shift the records after them back (no tombstones).
 ///
-/// It does for ``Tracking`` what a `Dictionary` keyed by `ObjectIdentifier` did, for less: the
+/// It does for ``Tracking`` what a `Dictionary` keyed by `ObjectIdentifier` would, for less: the
 /// address is already a good key once mixed by one multiplication (the mixing that picks the stripe,
-/// whose other bits pick the slot), so no seeded hasher runs, and a record is built in its slot
+/// whose other bits pick the slot), so no seeded hasher runs, and a record is moved into its slot
 /// instead of being copied through an optional.
 ///
 /// Guarded by the stripe's lock like the futures of the stripe (see ``Tracking/withStripe(_:_:)``).
@@ -96,7 +96,7 @@ struct RecordTable: ~Copyable {
     }
 
     /// Runs `body` on every record, in no particular order.
-    func forEach(_ body: (Tracking.Record) -> Void) {
+    func forEachRecord(_ body: (Tracking.Record) -> Void) {
         guard let keys, let records else { return }
         for index in 0..<capacity where keys[index] != 0 { body(records[index]) }
     }

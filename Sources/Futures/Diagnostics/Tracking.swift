@@ -317,7 +317,7 @@ enum Tracking {
         var found: [(Record, LockedSnapshot)] = []
         for stripe in 0..<LockTable.count {
             withStripe(stripe) { records in
-                records.forEach { record in
+                records.forEachRecord { record in
                     guard scope == nil || record.scope === scope else { return }
                     found.append((record, record.type.lockedSnapshot(of: record.object)))
                 }

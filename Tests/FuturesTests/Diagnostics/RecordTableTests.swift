@@ -46,7 +46,7 @@ import Testing
             #expect(table[key(address)]?.id == expected[address])
         }
         var seen: [UInt64] = []
-        table.forEach { seen.append($0.id) }
+        table.forEachRecord { seen.append($0.id) }
         #expect(seen.sorted() == expected.values.sorted())
     }
 
