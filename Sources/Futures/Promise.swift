@@ -41,10 +41,12 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
     ///   - line: recorded for ``FutureError/brokenPromise(file:line:)``; leave the default.
     @inlinable
     public init(file: StaticString = #fileID, line: UInt = #line) {
-        storage = FutureStorage()
+        // Tracked from a local before it is stored: no retain around the call.
+        let storage = FutureStorage<Value>()
+        if Tracking.isOn { storage.track(kind: "promise", file: file, line: line, overriding: false) }
+        self.storage = storage
         self.file = file
         self.line = line
-        if Tracking.isOn { storage.track(kind: "promise", file: file, line: line) }
     }
 
     /// A promise for an existing pending future (a deferred future, when its work starts).

@@ -63,7 +63,7 @@ public enum FutureDiagnostics {
     }
 
     /// ``watch(olderThan:every:)`` with the looks timed on `clock` (ages are always measured on
-    /// the continuous clock).
+    /// the system's monotonic clock; see ``PendingFuture/age``).
     ///
     /// - Parameters:
     ///   - limit: how long a future may stay pending before it is reported.
@@ -134,7 +134,9 @@ public struct PendingFuture: Sendable, Hashable, CustomStringConvertible {
     public let file: String
     /// The line of the call that made it.
     public let line: Int
-    /// How long it has been pending.
+    /// How long it has been pending, on the system's monotonic clock (which stops while the
+    /// system sleeps), to within a few milliseconds: a future is timed when it is made with a
+    /// coarse clock read, which is cheap.
     public let age: Duration
     /// The ids of the tracked futures it waits on: its source, the future it adopted, a join's
     /// members that are still pending.

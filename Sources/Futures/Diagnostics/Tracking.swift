@@ -83,22 +83,44 @@ enum Tracking {
         let id: UInt64
         /// The future's identity, the record's key.
         let key: ObjectIdentifier
-        /// The future, not retained (see ``Tracking``), and its type, which reads its state.
-        let object: Unmanaged<AnyObject>
+        /// The future's type, which reads its state.
         let type: any TrackedNode.Type
         let kind: StaticString
         let file: StaticString
         let line: UInt
-        let made: ContinuousClock.Instant
+        /// When the future was made, on ``Tracking/now()``.
+        let made: UInt64
         var name: String?
         /// The ids of a join's members: what it waits on (a join records none in the future itself).
         var members: [UInt64]
         let scope: FutureDiagnostics.Scope?
         var reportedStalled = false
 
+        /// The future, not retained (see ``Tracking``).
+        var object: Unmanaged<AnyObject> {
+            Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: UInt(bitPattern: key))!)
+        }
+
         func description() -> FutureDescription {
             FutureDescription(id: id, name: name, kind: String(describing: kind), file: String(describing: file), line: Int(line))
         }
+    }
+
+    /// Nanoseconds on a monotonic clock that stops while the system sleeps: the clock of the
+    /// futures' ages. A coarse one where there is one (its ticks are a few milliseconds apart, far
+    /// finer than any age worth reporting), since every future tracked reads it.
+    static func now() -> UInt64 {
+        #if canImport(Darwin)
+        return clock_gettime_nsec_np(CLOCK_UPTIME_RAW)
+        #else
+        var time = timespec()
+        #if os(Linux) || os(Android)
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+        #else
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        #endif
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+        #endif
     }
 
     struct State {
@@ -110,20 +132,24 @@ enum Tracking {
     /// The reporter and the listening scopes. Its lock is taken under no stripe lock, and takes none.
     static let state = Locked(State())
 
-    /// The records, one dictionary for each stripe of ``LockTable``: a future's record is in the
-    /// dictionary of its own stripe, guarded by that stripe's lock.
+    /// The records, one table for each stripe of ``LockTable``: a future's record is in the table
+    /// of its own stripe, guarded by that stripe's lock. One cache line apart, like the locks, so
+    /// that two threads tracking futures of different stripes do not share a line.
     // Safety: allocated and initialised once, in this lazy initialiser (which Swift runs exactly
-    // once, thread-safely), never freed or moved; `tables[i]` is only touched while holding
-    // `LockTable.lock(at: i)` (see ``withStripe(_:_:)``).
-    nonisolated(unsafe) static let tables: UnsafeMutablePointer<[ObjectIdentifier: Record]> = {
-        let tables = UnsafeMutablePointer<[ObjectIdentifier: Record]>.allocate(capacity: LockTable.count)
-        tables.initialize(repeating: [:], count: LockTable.count)
-        return tables
+    // once, thread-safely), never freed or moved; the table of stripe `i` is only touched while
+    // holding `LockTable.lock(at: i)` (see ``withStripe(_:_:)``).
+    nonisolated(unsafe) static let tables: UnsafeMutableRawPointer = {
+        precondition(MemoryLayout<RecordTable>.size <= LockTable.stride)
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: LockTable.count * LockTable.stride, alignment: LockTable.stride)
+        for index in 0..<LockTable.count {
+            (memory + index * LockTable.stride).bindMemory(to: RecordTable.self, capacity: 1).initialize(to: RecordTable())
+        }
+        return memory
     }()
 
     /// Runs `body` on the records of stripe `index`, holding that stripe's lock: the rules of
     /// `LockTable.withLock(_:_:)` apply (no other lock, no user code, nothing released).
-    static func withStripe<R>(_ index: Int, _ body: (inout [ObjectIdentifier: Record]) -> R) -> R {
+    static func withStripe<R>(_ index: Int, _ body: (inout RecordTable) -> R) -> R {
         let lock = LockTable.lock(at: index)
         #if DEBUG
         LockChecks.willLockStripes(index, index)
@@ -135,7 +161,7 @@ enum Tracking {
             LockChecks.didUnlockStripe()
             #endif
         }
-        return body(&tables[index])
+        return body(&(tables + index * LockTable.stride).assumingMemoryBound(to: RecordTable.self).pointee)
     }
 
     /// Whether anyone listens for events: a reporter, or a scope with a handler.
@@ -163,27 +189,40 @@ enum Tracking {
         overriding: Bool
     ) {
         let key = ObjectIdentifier(node)
-        let memberIDs = members.compactMap { id(of: $0) }
+        let memberIDs = members.isEmpty ? [] : members.compactMap { id(of: $0) }
         let scope = currentScope
-        let made = ContinuousClock.now
-        let replaced = withStripe(LockTable.index(of: node)) { records -> Record? in
-            node.flags |= StorageFlags.tracked
-            guard let old = records[key] else {
-                records[key] = Record(
-                    id: newID(), key: key, object: .passUnretained(node), type: FutureStorage<Value>.self, kind: kind, file: file,
-                    line: line, made: made, name: name, members: memberIDs, scope: scope)
+        let made = now()
+        // The type read from the object itself: naming `FutureStorage<Value>` here, unspecialised,
+        // would look its metadata up.
+        let type: any TrackedNode.Type = Swift.type(of: node)
+        let replaced = withStripe(LockTable.index(of: node)) { records -> (String?, [UInt64])? in
+            // A future not tracked yet has no record to look for: the usual case.
+            guard node.flag(StorageFlags.tracked) else {
+                node.flags |= StorageFlags.tracked
+                records.insert(
+                    Record(
+                        id: newID(), key: key, type: type, kind: kind, file: file, line: line, made: made, name: name,
+                        members: memberIDs, scope: scope))
                 return nil
             }
-            var record = old
-            if let name { record.name = name }
-            if overriding {
-                record = Record(
-                    id: old.id, key: key, object: old.object, type: old.type, kind: kind, file: file, line: line, made: old.made,
-                    name: record.name, members: memberIDs.isEmpty ? old.members : memberIDs, scope: old.scope,
-                    reportedStalled: old.reportedStalled)
+            let found = records.update(key) { record -> (String?, [UInt64]) in
+                let old = (record.name, record.members)  // released after the unlock
+                if let name { record.name = name }
+                if overriding {
+                    record = Record(
+                        id: record.id, key: key, type: record.type, kind: kind, file: file, line: line, made: record.made,
+                        name: record.name, members: memberIDs.isEmpty ? record.members : memberIDs, scope: record.scope,
+                        reportedStalled: record.reportedStalled)
+                }
+                return old
             }
-            records[key] = record
-            return old  // its name goes after the unlock
+            if found == nil {
+                records.insert(
+                    Record(
+                        id: newID(), key: key, type: type, kind: kind, file: file, line: line, made: made, name: name,
+                        members: memberIDs, scope: scope))
+            }
+            return found
         }
         releaseOutsideLock(replaced)
     }
@@ -200,7 +239,7 @@ enum Tracking {
 
     /// A tracked future's deinit: its record goes; a failure nobody observed is reported.
     static func freed(_ key: ObjectIdentifier, stripe: Int, unobservedFailure error: (any Error)?) {
-        let record = withStripe(stripe) { $0.removeValue(forKey: key) }
+        let record = withStripe(stripe) { $0.remove(key) }
         guard let error, let record else { return }
         let reporter = state.withLock { $0.reporter }
         guard reporter != nil || record.scope?.onEvent != nil else { return }
@@ -243,12 +282,13 @@ enum Tracking {
         var found: [(Record, LockedSnapshot)] = []
         for stripe in 0..<LockTable.count {
             withStripe(stripe) { records in
-                for record in records.values where scope == nil || record.scope === scope {
+                records.forEachRecord { record in
+                    guard scope == nil || record.scope === scope else { return }
                     found.append((record, record.type.lockedSnapshot(of: record.object)))
                 }
             }
         }
-        let now = ContinuousClock.now
+        let reading = now()
         // A future merged into another (a `flatMap`'s result absorbing the future it adopted)
         // shares its state: the state of the future holding it, found from its link, says whether
         // it is pending.
@@ -275,6 +315,7 @@ enum Tracking {
         }
         var result: [PendingFuture] = []
         for (record, snapshot) in snapshots where snapshot.pending {
+            let age = Duration.nanoseconds(Int64(truncatingIfNeeded: reading &- min(reading, record.made)))
             var waits: [UInt64] = []
             if snapshot.root == record.key, let inner = merged[record.key] {
                 waits = inner.sorted()
@@ -284,7 +325,7 @@ enum Tracking {
             waits += record.members.filter { pendingIDs.contains($0) }
             result.append(PendingFuture(
                 id: record.id, name: record.name, kind: String(describing: record.kind),
-                file: String(describing: record.file), line: Int(record.line), age: record.made.duration(to: now),
+                file: String(describing: record.file), line: Int(record.line), age: age,
                 waitingOn: waits, consumers: snapshot.consumers, observers: snapshot.observers))
         }
         return result.sorted { $0.id < $1.id }
@@ -297,10 +338,9 @@ enum Tracking {
         var scopes: [UInt64: FutureDiagnostics.Scope] = [:]
         for stripe in 0..<LockTable.count {
             withStripe(stripe) { records in
-                let keys = records.compactMap { key, record in wanted.contains(record.id) && !record.reportedStalled ? key : nil }
-                for key in keys {
-                    records[key]!.reportedStalled = true
-                    let record = records[key]!
+                records.updateEach { record in
+                    guard wanted.contains(record.id), !record.reportedStalled else { return }
+                    record.reportedStalled = true
                     fresh.insert(record.id)
                     if let scope = record.scope { scopes[record.id] = scope }
                 }
@@ -378,6 +418,13 @@ extension FutureStorage: TrackedNode {
     @usableFromInline @inline(never)
     final func track(kind: StaticString, file: StaticString, line: UInt, members: [AnyObject] = [], name: String? = nil, overriding: Bool = false) {
         Tracking.track(self, kind: kind, file: file, line: line, members: members, name: name, overriding: overriding)
+    }
+
+    /// ``track(kind:file:line:members:name:overriding:)`` without a name or members, the case of
+    /// every future made while tracking is on: inlined callers pass nothing they need not build.
+    @usableFromInline @inline(never)
+    final func track(kind: StaticString, file: StaticString, line: UInt, overriding: Bool) {
+        Tracking.track(self, kind: kind, file: file, line: line, members: [], name: nil, overriding: overriding)
     }
 
     /// Whether diagnostics track this future.
