@@ -45,6 +45,7 @@ enum AdoptionGate {
     // thread-safe), and never changes; the lock is the synchronisation primitive itself, and the
     // slots are only touched through their atomics.
     nonisolated(unsafe) static let memory: UnsafeMutableRawPointer = {
+        precondition(MemoryLayout<RawLock>.size <= spacing, "the gate's lock must fit before its first slot")
         let memory = UnsafeMutableRawPointer.allocate(byteCount: spacing * (1 + slotCount), alignment: spacing)
         RawLockOps.initialize(memory.bindMemory(to: RawLock.self, capacity: 1))
         for index in 0..<slotCount { swift_futures_gate_slot_init(memory + spacing * (1 + index)) }

@@ -55,8 +55,10 @@ extension FutureStorage {
         /// The member was complete already: nothing was registered, here is its outcome.
         case completed(Outcome<Value>)
         /// The sink is registered; `neverLike`: nothing but cancellation can complete the member,
-        /// so the join holds it weakly.
-        case registered(neverLike: Bool)
+        /// so the join holds it weakly; `startsWork`: the member is a deferred future whose work
+        /// this registration demanded, for the join to start (``startIfDeferred()``) unless it was
+        /// decided meanwhile.
+        case registered(neverLike: Bool, startsWork: Bool)
     }
 
     /// Registers a join's member sink as a consumer of this future, with the member's index, unless
@@ -75,9 +77,10 @@ extension FutureStorage {
             // A completed future is never never-like, even if it was immortal (a cancelled future
             // derived from `never`): its outcome reaches the join, if later than this call.
             let neverLike = node.phase == .never || (node.phase == .pending && node.immortal)
-            return (node.registerLocked(&entry, counted: true), .registered(neverLike: neverLike))
+            let step = node.registerLocked(&entry, counted: true)
+            return (step, .registered(neverLike: neverLike, startsWork: step == .demand))
         }, then: { node, step in
-            node.registered(step.0, &entry)
+            if step.0 != .demand { node.registered(step.0, &entry) }  // a deferred member starts from the join
             return step.1
         })
     }

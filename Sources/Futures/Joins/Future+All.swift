@@ -191,10 +191,15 @@ extension Future {
         var neverLike: [Int] = []  // members nothing but cancellation can complete
         var decidedWhileRegistering = false
         for (index, member) in members.enumerated() {
+            var startsWork = false
             switch member.storage.registerMember(sink, index: index) {
-            case .registered(let neverLikeMember):
+            case .registered(let neverLikeMember, let demanded):
                 if neverLikeMember { neverLike.append(index) }
-                continue  // a member completing on another thread may decide the join: see below
+                // A member completing on another thread may decide the join: see below. A deferred
+                // member's work starts only if the join is still undecided (the work of an earlier
+                // one, run here, may have decided it), else it is withdrawn from without running.
+                guard demanded else { continue }
+                startsWork = true
             case .completed(let outcome):
                 sink.receive(outcome, index)  // complete already: read here, so such members decide in input order
             }
@@ -210,6 +215,7 @@ extension Future {
                 decidedWhileRegistering = true
                 break
             }
+            if startsWork { member.storage.startIfDeferred() }
         }
         if !decidedWhileRegistering, let missed = state.registered(upTo: members.count) {
             // Decided by a member that completed on another thread while the others registered:

@@ -12,6 +12,34 @@ struct FutureAllTests {
         #expect(all.outcome?.value == [0, 10, 20, 30, 40])
     }
 
+    /// A deferred member starts only while the join is undecided: once an earlier member's work
+    /// (run as the join registers on it) has failed a fail-fast join, or a member that completed on
+    /// another thread has decided it, a later deferred member is withdrawn from without running.
+    @Test func aLaterDeferredMemberDoesNotStartOnceTheJoinIsDecided() {
+        let started = Counter()
+        let failing = Future<Int>.deferred { Future(error: TestError(code: 1)) }
+        let later = Future<Int>.deferred {
+            started.increment()
+            return Future(value: 1)
+        }
+        let all = Future.all([failing, later])
+        #expect(all.outcome?.error as? TestError == TestError(code: 1))
+        #expect(started.value == 0)
+        #expect(later.outcome?.isCancelled == true, "its only consumer left")
+
+        let decided = Promise<Int>()
+        decided.fail(TestError(code: 2))
+        let afterDecided = Future<Int>.deferred {
+            started.increment()
+            return Future(value: 2)
+        }
+        let pending = Promise<Int>()
+        let joined = Future.all([pending.future, decided.future, afterDecided])
+        #expect(joined.outcome?.error as? TestError == TestError(code: 2))
+        #expect(started.value == 0)
+        #expect(pending.future.outcome?.isCancelled == true)
+    }
+
     @Test func emptyInputSucceedsWithNothing() {
         #expect(Future<[Int]>.all([Future<Int>]()).outcome?.value == [])
         #expect(Future<[Outcome<Int>]>.allSettled([Future<Int>]()).outcome?.value?.isEmpty == true)
