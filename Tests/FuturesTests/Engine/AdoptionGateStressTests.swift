@@ -47,7 +47,8 @@ struct AdoptionGateStressTests {
 
     struct Boom: Error {}
 
-    final class Made: Sendable { let futures = Mutex<[Future<Int>]>([]) }
+    // `Locked`, not `Mutex`: ThreadSanitizer sees pthread locks, not `Synchronization.Mutex` on Linux.
+    final class Made: Sendable { let futures = Locked<[Future<Int>]>([]) }
 
     /// One cycle of `length` futures, with random links and random consumers.
     static func closeOneCycle(length: Int, seed: UInt64, links allowed: [Link]) -> [Future<Int>] {
@@ -93,7 +94,7 @@ struct AdoptionGateStressTests {
         for index in 0..<length where Int.random(in: 0..<3, using: &random) == 0 {
             watched.append(promises[index].future.map(on: .immediate) { $0 })
         }
-        let late = Mutex<[Future<Int>]>([])
+        let late = Locked<[Future<Int>]>([])
         for index in 0..<length where Int.random(in: 0..<3, using: &random) == 0 {
             let future = promises[index].future
             actions.append {
@@ -168,7 +169,7 @@ struct AdoptionGateStressTests {
         }
         let outers = (0..<2).map { level($0, 0) }
         let outerConsumers = outers.map { $0.map(on: .immediate) { $0 } }  // so that no other consumer is the outer's last
-        let consumers = Mutex<[(future: Future<Int>, cancelled: Bool)]>([])
+        let consumers = Locked<[(future: Future<Int>, cancelled: Bool)]>([])
         let driving = Atomic<Int>(2)
         DispatchQueue.concurrentPerform(iterations: 3) { thread in
             if thread < 2 {
