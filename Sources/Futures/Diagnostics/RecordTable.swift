@@ -7,16 +7,21 @@
 /// instead of being copied through an optional.
 ///
 /// Guarded by the stripe's lock like the futures of the stripe (see ``Tracking/withStripe(_:_:)``).
-/// Its memory is allocated on the first insertion and grows; growing moves the records and frees
-/// nothing but bytes (no reference is released under the lock). The stripes' tables live as long
-/// as the process; one that ends (in a test) releases its records.
+/// Its memory is allocated on the first insertion; it doubles when three quarters of its slots are
+/// taken and halves when no more than an eighth are (down to ``minimumCapacity``), so a burst of
+/// tracked futures leaves no memory behind once they are freed, and a snapshot of the table reads
+/// no more empty slots than a few times the records. Resizing moves the records and frees nothing
+/// but bytes (no reference is released under the lock). The stripes' tables live as long as the
+/// process; one that ends (in a test) releases its records.
 struct RecordTable: ~Copyable {
     /// The slots' keys: a future's address, or 0 for an empty slot.
     private var keys: UnsafeMutablePointer<UInt>?
     /// The slots' records, initialised exactly where the key is not 0.
     private var records: UnsafeMutablePointer<Tracking.Record>?
-    /// The number of slots: 0, or a power of two.
-    private var capacity = 0
+    /// The number of slots: 0, or a power of two no less than ``minimumCapacity``.
+    private(set) var capacity = 0
+    /// The fewest slots of a table that has any.
+    static let minimumCapacity = 8
     /// How far to shift a mixed address right to get a slot: 64 less the bits of `capacity`.
     private var shift = 64
     /// The records held.
@@ -63,7 +68,7 @@ struct RecordTable: ~Copyable {
 
     /// Adds `record`, whose future has no record yet.
     mutating func insert(_ record: consuming Tracking.Record) {
-        if (count + 1) * 4 > capacity * 3 { grow() }
+        if (count + 1) * 4 > capacity * 3 { resize(to: max(Self.minimumCapacity, capacity * 2)) }
         let key = UInt(bitPattern: record.key)
         var index = home(of: key)
         while keys![index] != 0 { index = (index + 1) & (capacity - 1) }
@@ -92,6 +97,7 @@ struct RecordTable: ~Copyable {
             }
         }
         keys[hole] = 0
+        if count * 8 <= capacity, capacity > Self.minimumCapacity { resize(to: capacity / 2) }
         return removed
     }
 
@@ -107,12 +113,14 @@ struct RecordTable: ~Copyable {
         for index in 0..<capacity where keys[index] != 0 { body(&records[index]) }
     }
 
-    /// Doubles the slots (8 at first), moving every record to its slot in the new table.
-    private mutating func grow() {
+    /// Moves every record to its slot in a table of `newCapacity` slots, a power of two with room
+    /// for them all. Doubling leaves it three eighths full, halving a quarter full: neither is
+    /// undone before as many records as a quarter of its slots have come or gone.
+    private mutating func resize(to newCapacity: Int) {
         let oldKeys = keys
         let oldRecords = records
         let oldCapacity = capacity
-        capacity = max(8, oldCapacity * 2)
+        capacity = newCapacity
         shift = 64 - capacity.trailingZeroBitCount
         let newKeys = UnsafeMutablePointer<UInt>.allocate(capacity: capacity)
         newKeys.initialize(repeating: 0, count: capacity)

@@ -50,6 +50,34 @@ import Testing
         #expect(seen.sorted() == expected.values.sorted())
     }
 
+    /// A table that held many records gives its slots back as they leave: emptied, it keeps the
+    /// fewest slots a table has, and every record still there is found on the way down.
+    @Test func theTableShrinksAsRecordsLeave() {
+        var table = RecordTable()
+        let addresses = (1...5_000).map { UInt($0) * 16 }
+        for (index, address) in addresses.enumerated() { table.insert(record(at: address, id: UInt64(index))) }
+        let full = table.capacity
+        #expect(full >= 5_000 * 4 / 3)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var left = addresses
+        while !left.isEmpty {
+            let address = left.remove(at: Int(next(&state) % UInt64(left.count)))
+            #expect(table.remove(key(address))?.id == UInt64(address / 16 - 1))
+            // Never fuller than three quarters, and no emptier than an eighth once past the least.
+            #expect(table.count * 4 <= table.capacity * 3)
+            #expect(table.capacity == RecordTable.minimumCapacity || table.count * 8 > table.capacity)
+            if left.count % 500 == 0 {
+                #expect(left.allSatisfy { table[key($0)]?.id == UInt64($0 / 16 - 1) })
+            }
+        }
+        #expect(table.count == 0)
+        #expect(table.capacity == RecordTable.minimumCapacity)
+        // It grows again from there.
+        for address in addresses.prefix(100) { table.insert(record(at: address, id: 0)) }
+        #expect(table.count == 100)
+        #expect(addresses.prefix(100).allSatisfy { table[key($0)] != nil })
+    }
+
     @Test func anUpdateChangesTheRecordInPlace() {
         var table = RecordTable()
         table.insert(record(at: 16, id: 1))
