@@ -54,9 +54,12 @@ public enum FutureDiagnostics {
     /// Starts a watchdog that reports ``FutureEvent/stalled(_:)`` once for each tracked future
     /// pending longer than `limit`, looking every `interval`.
     ///
+    /// Each look starts `interval` after the previous one ended, its reports included, so looks
+    /// never overlap, however many futures are tracked or however slow the reporter.
+    ///
     /// - Parameters:
     ///   - limit: how long a future may stay pending before it is reported.
-    ///   - interval: how often to look.
+    ///   - interval: how long to wait after one look before the next.
     /// - Returns: a source whose cancellation stops the watchdog.
     public static func watch(olderThan limit: Duration, every interval: Duration) -> CancellationSource {
         watch(olderThan: limit, every: interval, clock: ContinuousClock())
@@ -67,7 +70,7 @@ public enum FutureDiagnostics {
     ///
     /// - Parameters:
     ///   - limit: how long a future may stay pending before it is reported.
-    ///   - interval: how often to look, on `clock`.
+    ///   - interval: how long to wait after one look before the next, on `clock`.
     ///   - clock: the clock that times the looks; a manual clock in tests.
     /// - Returns: a source whose cancellation stops the watchdog.
     public static func watch<C: Clock>(olderThan limit: Duration, every interval: C.Duration, clock: C) -> CancellationSource {
@@ -263,13 +266,11 @@ final class Watchdog<C: Clock>: @unchecked Sendable {
         self.clock = clock
     }
 
-    /// Sets the timer for the next look; each look sets the next one before it starts, so that a
-    /// manual clock advanced after a report finds it set.
+    /// Sets the timer for the next look, `interval` after the last one ended (its reports
+    /// included): looks never overlap, however long one takes (a look copies every tracked future's
+    /// state, which takes a while when there are a million of them) or however slow the reporter.
     func arm() {
-        let next = Timer.start(after: interval, clock: clock) { [self] in
-            arm()
-            look()
-        }
+        let next = Timer.start(after: interval, clock: clock) { [self] in look() }
         let cancelNow = lock.withLock { () -> Bool in
             if stopped { return true }
             timer = next
@@ -287,12 +288,16 @@ final class Watchdog<C: Clock>: @unchecked Sendable {
         current?.cancel()
     }
 
+    /// Reports the futures pending past the limit and not reported yet, then sets the next look.
     func look() {
         let old = Tracking.pending().filter { $0.age >= limit }
-        guard !old.isEmpty else { return }
-        let reporter = Tracking.state.withLock { $0.reporter }
-        for (future, scope) in Tracking.markStalled(old) {
-            Tracking.deliver(.stalled(future), scope: scope, reporter: reporter)
+        if !old.isEmpty {
+            let fresh = Tracking.markStalled(old)
+            let reporter = fresh.isEmpty ? nil : Tracking.state.withLock { $0.reporter }
+            for (future, scope) in fresh {
+                Tracking.deliver(.stalled(future), scope: scope, reporter: reporter)
+            }
         }
+        arm()
     }
 }

@@ -401,8 +401,11 @@ extension FutureStorage: TrackedNode {
     }
 
     static func lockedSnapshot(of object: Unmanaged<AnyObject>) -> LockedSnapshot {
-        object._withUnsafeGuaranteedRef { object in
-            let node = unsafeDowncast(object, to: FutureStorage<Value>.self)
+        // Borrowed in place, typed from the start: binding the future to a constant (a downcast's
+        // result, say) is a copy, which a debug build makes as a retain and a release; if another
+        // thread let go of its last reference meanwhile, that release would free it here, under
+        // the stripe lock its deinit takes.
+        Unmanaged<FutureStorage<Value>>.fromOpaque(object.toOpaque())._withUnsafeGuaranteedRef { node in
             if node.phase == .linked {
                 return LockedSnapshot(pending: false, consumers: 0, observers: 0, upstream: nil, link: node.link)
             }

@@ -224,33 +224,6 @@ struct TrackedTestError: Error {}
         #expect(mapped.outcome?.error as? FutureError == .droppedJob)
     }
 
-    @Test func theWatchdogReportsEachStalledFutureOnce() async throws {
-        let log = EventScope()
-        let clock = ManualClock()
-        let first = log.scope.run { Promise<Int>() }
-        let watchdog = FutureDiagnostics.watch(olderThan: .zero, every: .seconds(1), clock: clock)
-        clock.advance(by: .seconds(1))
-        let event = await log.next()
-        guard case .stalled(let stalled)? = event else {
-            Issue.record("expected a stalled future, got \(String(describing: event))")
-            return
-        }
-        #expect(stalled.kind == "promise")
-        let second = log.scope.run { Promise<Int>() }
-        clock.advance(by: .seconds(1))
-        _ = await log.next()
-        // The second look reported the new future alone, not the first again.
-        let reported = log.recorded.all.compactMap { event -> UInt64? in
-            if case .stalled(let future) = event { return future.id }
-            return nil
-        }
-        #expect(reported.count == 2)
-        #expect(Set(reported).count == 2)
-        _ = watchdog.cancel()
-        first.succeed(1)
-        second.succeed(2)
-    }
-
     @Test func theTreeOfALongChainIsPrintedOnASmallStack() {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
@@ -272,6 +245,42 @@ struct TrackedTestError: Error {}
         #expect(all.last?.contains(" promise at ") == true)
         promise.succeed(0)
         #expect(last.outcome?.value == length)
+    }
+
+    /// A snapshot reads each tracked future without retaining it, in every build: a debug build
+    /// that retained one for a moment, while another thread let go of its last reference, freed it
+    /// in the snapshot, under the stripe lock its deinit takes (a trap in debug builds, a deadlock
+    /// otherwise).
+    @Test func snapshotsNeverFreeAFutureThatAnotherThreadLetGoOf() {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let snapshots = 3_000
+        let done = Recorder<Bool>()
+        let made = Recorder<Int>()
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            if index == 0 {
+                for _ in 0..<snapshots {
+                    _ = scope.pendingFutures
+                    _ = FutureDiagnostics.pendingFutures()
+                }
+                done.append(true)
+                return
+            }
+            var count = 0
+            scope.run {
+                // Futures made and freed as fast as one thread can, until the snapshots are done.
+                while done.all.isEmpty {
+                    for _ in 0..<64 {
+                        let promise = Promise<Int>()
+                        promise.succeed(1)
+                        count += 1
+                    }
+                }
+            }
+            made.append(count)
+        }
+        #expect(made.all.first ?? 0 > 0)
+        #expect(scope.pendingFutures.isEmpty)
     }
 
     @Test func snapshotsWhileFuturesAreMadeAndFreedOnOtherThreads() {
@@ -312,4 +321,73 @@ struct TrackedTestError: Error {}
         for promise in kept.all { promise.succeed(0) }
         #expect(scope.pendingFutures.isEmpty)
     }
+}
+
+/// The watchdog's tests, one at a time: a watchdog looks at every tracked future, so one test's
+/// watchdog could report the other's futures first (to the right scope, but at its own moment).
+@Suite(.serialized) struct WatchdogTests {
+        @Test func theWatchdogReportsEachStalledFutureOnce() async throws {
+            let log = EventScope()
+            let clock = ManualClock()
+            let first = log.scope.run { Promise<Int>() }
+            let watchdog = FutureDiagnostics.watch(olderThan: .zero, every: .seconds(1), clock: clock)
+            clock.advance(by: .seconds(1))
+            let event = await log.next()
+            guard case .stalled(let stalled)? = event else {
+                Issue.record("expected a stalled future, got \(String(describing: event))")
+                return
+            }
+            #expect(stalled.kind == "promise")
+            let second = log.scope.run { Promise<Int>() }
+            // The next look is set once this one has ended.
+            await clock.waitForSleepers()
+            clock.advance(by: .seconds(1))
+            _ = await log.next()
+            // The second look reported the new future alone, not the first again.
+            let reported = log.recorded.all.compactMap { event -> UInt64? in
+                if case .stalled(let future) = event { return future.id }
+                return nil
+            }
+            #expect(reported.count == 2)
+            #expect(Set(reported).count == 2)
+            _ = watchdog.cancel()
+            first.succeed(1)
+            second.succeed(2)
+        }
+
+        /// The next look is set only once a look has ended, its reports included: time passing while
+        /// the reporter runs starts no second look beside it.
+        @Test func theWatchdogsLooksNeverOverlap() async throws {
+            let clock = ManualClock()
+            let later = Recorder<Promise<Int>>()
+            let reported = Recorder<String>()
+            let scopes = Recorder<FutureDiagnostics.Scope>()
+            FutureDiagnostics.startTracking()
+            // A scope whose handler, on the first report, makes a second future and lets more than
+            // an interval pass, as a slow reporter would: a look beside this one would report it.
+            let scope = FutureDiagnostics.Scope { event in
+                guard case .stalled(let future) = event else { return }
+                reported.append(future.name ?? "")
+                guard future.name == "first", let scope = scopes.all.first else { return }
+                let second = scope.run { Promise<Int>() }
+                second.future.named("second")
+                later.append(second)
+                clock.advance(by: .seconds(5))
+            }
+            scopes.append(scope)
+            let first = scope.run { Promise<Int>() }
+            first.future.named("first")
+            let watchdog = FutureDiagnostics.watch(olderThan: .zero, every: .seconds(1), clock: clock)
+            await clock.waitForSleepers()
+            clock.advance(by: .seconds(1))
+            // Once the first look has ended it sets the next: until that one, nothing else looks.
+            await clock.waitForSleepers()
+            #expect(reported.all == ["first"])
+            clock.advance(by: .seconds(1))
+            await clock.waitForSleepers()
+            #expect(reported.all == ["first", "second"])
+            _ = watchdog.cancel()
+            first.succeed(1)
+            for promise in later.all { promise.succeed(2) }
+        }
 }
