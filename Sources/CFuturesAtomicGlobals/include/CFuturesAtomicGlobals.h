@@ -15,6 +15,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 // MARK: - The installed context carriers
 
 /// The address of the `CarrierSet` that `FutureContext.bootstrap` installed (allocated once, never
@@ -118,5 +122,9 @@ static inline void swift_futures_gate_slot_subtract_release(void *slot, intptr_t
 static inline intptr_t swift_futures_gate_slot_load_seq_cst(void *slot) {
     return atomic_load_explicit((_Atomic(intptr_t) *)slot, memory_order_seq_cst);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
