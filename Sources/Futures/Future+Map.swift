@@ -83,6 +83,61 @@ final class DerivedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Val
     }
 }
 
+/// A future derived by a ``Future/map(on:file:line:_:)-(_,_,_,(Value)->NewValue)`` on an executor,
+/// which keeps the transform and where it runs itself until it runs, for the reason
+/// ``MappedStorage`` gives: the source's callback captures this one object, so a step allocates no
+/// closure context beside it. (A separate class, so that an `.immediate` map's future does not
+/// carry an executor it never uses.)
+@usableFromInline
+final class HoppingMappedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Value>, @unchecked Sendable {
+    // Safety: as ``MappedStorage``'s `transform`, which `receive` clears before it hands the
+    // transform to a job of its own; `hop` never changes.
+    @exclusivity(unchecked) @usableFromInline var transform: (@Sendable (Source) throws -> Value)?
+    /// Where the transform runs, and that executor's affinity, apart from it: reading the affinity
+    /// copies no executor.
+    @usableFromInline let executor: any Executor
+    @usableFromInline let affinity: Affinity?
+
+    @inlinable
+    init(_ transform: @escaping @Sendable (Source) throws -> Value, executor: consuming any Executor, affinity: Affinity?) {
+        self.transform = transform
+        self.executor = executor
+        self.affinity = affinity
+        super.init()
+    }
+
+    /// Completes this future with the transformed outcome: a value is transformed in the job
+    /// running now if it is this executor's (see ``Hop/runsHere``), else in a job handed to it;
+    /// a failure or a cancellation passes through inline.
+    @inlinable
+    func receive(_ outcome: Outcome<Source>) {
+        let value: Source
+        switch outcome {
+        case .success(let success): value = success
+        case .failure(let error):
+            transform = nil
+            _ = finish(.failure(error), origin: self)
+            return
+        case .cancelled:
+            transform = nil
+            _ = finish(.cancelled, origin: self)
+            return
+        }
+        if let affinity, Drain.isInJob(of: affinity) {  // as `Hop.runsHere`
+            let result = Outcome { try self.transform!(value) }
+            transform = nil  // (borrowed above, not moved out: a move costs a retain)
+            _ = finish(result, origin: self)  // in the running job: no job to allocate
+            return
+        }
+        let work = transform!
+        transform = nil
+        Hop.executor(executor, affinity: affinity).handOff({
+            let result = Outcome { try work(value) }
+            Drain.completingInJob { _ = self.finish(result, origin: self) }
+        }, failingIfDropped: self)
+    }
+}
+
 extension FutureStorage {
     /// Sets up a derived future's progress before anyone else can see it (so without the lock).
     @inlinable
@@ -205,23 +260,10 @@ extension Future {
             let derived = MappedStorage<Value, NewValue>(transform)
             storage.register({ outcome in derived.receive(outcome) }, derived: derived, carryingContext: carryingContext)
             return Future<NewValue>(storage: derived)
-        case .executor:
-            let derived = FutureStorage<NewValue>()
+        case .executor(let executor, let affinity):
             let transform = FutureContext.isInstalled ? FutureContext.carryingThrowingInstalled(transform) : transform  // restored in the job
-            storage.register({ outcome in
-                if case .success(let value) = outcome {
-                    if hop.runsHere {
-                        _ = derived.finish(Outcome { try transform(value) }, origin: derived)  // in the running job: no job to allocate
-                    } else {
-                        hop.handOff({
-                            let result = Outcome { try transform(value) }
-                            Drain.completingInJob { _ = derived.finish(result, origin: derived) }
-                        }, failingIfDropped: derived)
-                    }
-                } else {
-                    _ = derived.finish(outcome.then(transform), origin: derived)  // passes through, inline
-                }
-            }, derived: derived, carryingContext: false)
+            let derived = HoppingMappedStorage<Value, NewValue>(transform, executor: executor, affinity: affinity)
+            storage.register({ outcome in derived.receive(outcome) }, derived: derived, carryingContext: false)
             return Future<NewValue>(storage: derived)
         }
     }

@@ -162,4 +162,27 @@ struct FutureMapTests {
         #expect(mapped.outcome?.value == 6)
         #expect(weakProbe == nil)
     }
+
+    @Test func transformsOnAnExecutorAreReleasedUnrunWhenTheSourceFailsOrIsCancelled() {
+        for cancels in [false, true] {
+            weak var weakProbe: Probe?
+            let executor = ManualExecutor()
+            let promise = Promise<Int>()
+            let ran = Recorder<Int>()
+            let mapped: Future<Int>
+            do {
+                let probe = Probe(5)
+                weakProbe = probe
+                mapped = promise.future.map(on: executor) { value in
+                    ran.append(value)
+                    return value + probe.id
+                }
+            }
+            if cancels { _ = promise.future.cancel() } else { promise.fail(TestError()) }
+            #expect(executor.queuedCount == 0, "passed through without a job")
+            #expect(weakProbe == nil, "released unrun")
+            #expect(cancels ? mapped.outcome?.isCancelled == true : mapped.outcome?.error is TestError)
+            #expect(ran.all.isEmpty)
+        }
+    }
 }

@@ -27,11 +27,12 @@ struct AllocationBudgetTests {
             Budget(scenario: "map-step", allocations: 1, bytes: 128),
             // A map step through a custom executor (no affinity: a job per step), the job guarded (a
             // job the executor drops fails the step's future).
-            Budget(scenario: "map-step-hop", allocations: 7, bytes: 480),
+            Budget(scenario: "map-step-hop", allocations: 6, bytes: 432),
             // A map step of the default executor on a serial queue, run in the job of the chain's first
-            // step: the derived future and the callback, no job. (The one hop's own allocations by GCD
-            // vary a little from run to run: a few bytes per step of slack.)
-            Budget(scenario: "map-step-queue", allocations: 2, bytes: 216),
+            // step: the derived future, holding its transform and its executor; no callback closure,
+            // no job. (The one hop's own allocations by GCD vary a little from run to run: a few bytes
+            // per step of slack.)
+            Budget(scenario: "map-step-queue", allocations: 1, bytes: 184),
             // A promise completed with the next promise's future, which merges into it: the promise,
             // its storage, and the adopter's box for the right to complete. Walking the merge links
             // allocates nothing.
