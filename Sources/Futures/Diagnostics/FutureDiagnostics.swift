@@ -55,7 +55,8 @@ public enum FutureDiagnostics {
     /// pending longer than `limit`, looking every `interval`.
     ///
     /// Each look starts `interval` after the previous one ended, its reports included, so looks
-    /// never overlap, however many futures are tracked or however slow the reporter.
+    /// never overlap, however many futures are tracked or however slow the reporter. Once the
+    /// source is cancelled no look starts; one running then still reports what it found.
     ///
     /// - Parameters:
     ///   - limit: how long a future may stay pending before it is reported.
@@ -270,6 +271,7 @@ final class Watchdog<C: Clock>: @unchecked Sendable {
     /// included): looks never overlap, however long one takes (a look copies every tracked future's
     /// state, which takes a while when there are a million of them) or however slow the reporter.
     func arm() {
+        if lock.withLock({ stopped }) { return }
         let next = Timer.start(after: interval, clock: clock) { [self] in look() }
         let cancelNow = lock.withLock { () -> Bool in
             if stopped { return true }
@@ -288,8 +290,11 @@ final class Watchdog<C: Clock>: @unchecked Sendable {
         current?.cancel()
     }
 
-    /// Reports the futures pending past the limit and not reported yet, then sets the next look.
+    /// Reports the futures pending past the limit and not reported yet, then sets the next look;
+    /// nothing once stopped. (A look that had started when the watchdog was stopped ends as it
+    /// would have.)
     func look() {
+        if lock.withLock({ stopped }) { return }
         let old = Tracking.pending().filter { $0.age >= limit }
         if !old.isEmpty {
             let fresh = Tracking.markStalled(old)

@@ -404,10 +404,14 @@ extension FutureStorage: TrackedNode {
         // Borrowed in place, typed from the start: binding the future to a constant (a downcast's
         // result, say) is a copy, which a debug build makes as a retain and a release; if another
         // thread let go of its last reference meanwhile, that release would free it here, under
-        // the stripe lock its deinit takes.
+        // the stripe lock its deinit takes. For the same reason only stored fields are read, and
+        // getters that only read them: `link`'s getter asserts, and in a debug build the assertion's
+        // message captures the future.
         Unmanaged<FutureStorage<Value>>.fromOpaque(object.toOpaque())._withUnsafeGuaranteedRef { node in
             if node.phase == .linked {
-                return LockedSnapshot(pending: false, consumers: 0, observers: 0, upstream: nil, link: node.link)
+                // The link, which a linked future keeps where a pending one keeps its upstream.
+                let link = node.upstream.map { unsafeDowncast($0 as AnyObject, to: FutureStorage<Value>.self) }
+                return LockedSnapshot(pending: false, consumers: 0, observers: 0, upstream: nil, link: link)
             }
             let pending = node.phase == .pending
             let consumers = pending ? Int(node.consumers) : 0

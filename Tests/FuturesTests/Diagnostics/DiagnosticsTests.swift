@@ -254,7 +254,7 @@ struct TrackedTestError: Error {}
     @Test func snapshotsNeverFreeAFutureThatAnotherThreadLetGoOf() {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
-        let snapshots = 3_000
+        let snapshots = 15_000
         let done = Recorder<Bool>()
         let made = Recorder<Int>()
         DispatchQueue.concurrentPerform(iterations: 2) { index in
@@ -273,6 +273,12 @@ struct TrackedTestError: Error {}
                     for _ in 0..<64 {
                         let promise = Promise<Int>()
                         promise.succeed(1)
+                        // A future merged into another (linked), freed while pending: a snapshot
+                        // reads its link.
+                        let outer = Promise<Int>()
+                        let inner = Promise<Int>()
+                        outer.complete(with: inner.future)
+                        inner.succeed(2)
                         count += 1
                     }
                 }
