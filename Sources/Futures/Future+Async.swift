@@ -72,7 +72,7 @@ extension Future {
     public nonisolated(nonsending) var result: Outcome<Value> {
         get async {
             // A completed future: no suspension, and specialised where the value type is known.
-            if let outcome = storage.outcome { return outcome }
+            if let outcome = storage.observedOutcome { return outcome }
             return await storage.waitForOutcome()
         }
     }

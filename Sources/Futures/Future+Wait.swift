@@ -43,7 +43,7 @@ extension Future {
 
     /// The outcome, blocking as ``wait()`` describes.
     func outcomeBlocking() throws(FutureError) -> Outcome<Value> {
-        if let outcome = storage.outcome { return outcome }
+        if let outcome = storage.observedOutcome { return outcome }
         let context = ThreadContext.existing
         if context?.isDraining == true { throw .blockingWait }
         if let context, context.currentExecutor != nil {

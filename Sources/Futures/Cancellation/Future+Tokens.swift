@@ -36,7 +36,7 @@ extension FutureStorage {
         }
         guard let id = core.add({ [weak self] in _ = self?.cancel() }) else { return }
         let registration = TokenRegistration(core: core, id: id)
-        register({ _ in withExtendedLifetime(registration) {} }, asConsumer: false, carryingContext: false)
+        register({ _ in withExtendedLifetime(registration) {} }, asConsumer: false, carryingContext: false, observes: false)
     }
 }
 

@@ -438,7 +438,7 @@ extension FutureStorage: TrackedNode {
     final var isTracked: Bool { LockTable.withLock(self) { flag(StorageFlags.tracked) } }
 
     /// The outcome, as a reader that observes it: a failure read is not reported as unobserved.
-    @usableFromInline
+    @inlinable
     final var observedOutcome: Outcome<Value>? {
         withState { node in
             node.flags |= StorageFlags.observed

@@ -13,11 +13,18 @@ extension FutureStorage {
     ///     ``FutureContext``); `false` only for callbacks that run no user code (resuming a task),
     ///     or whose user code carries the context itself (a callback on an executor, which restores
     ///     it in the job rather than around the hand-off).
+    ///   - observes: whether the callback reads the outcome for someone (see
+    ///     ``FutureDiagnostics``'s unobserved failures); `false` only for the library's own
+    ///     housekeeping on a future it returns (cancelling its timer, keeping its registration on a
+    ///     token alive), which reads no failure for anyone.
     @inlinable
-    final func register(_ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil, carryingContext: Bool = true) {
+    final func register(
+        _ callback: @escaping Callback<Value>, asConsumer: Bool, owner: AnyObject? = nil, carryingContext: Bool = true,
+        observes: Bool = true
+    ) {
         let made = CallbackEntry<Value>.outcome(callback, owner: owner.map(ObjectIdentifier.init))
         var entry: CallbackEntry<Value>? = carryingContext ? made.carryingContext() : made
-        withOwnState({ $0.registerLocked(&entry, counted: asConsumer) }, then: { node, step in node.registered(step, &entry) })
+        withOwnState({ $0.registerLocked(&entry, counted: asConsumer, observes: observes) }, then: { node, step in node.registered(step, &entry) })
     }
 
     /// Adds an observer's success or failure handler (a `.success` or `.failure` entry) that runs

@@ -13,12 +13,13 @@ extension FutureStorage {
 
     // MARK: Registration
 
-    /// Stores `entry` (taking it out of the caller's optional), counting a consumer if `counted`.
+    /// Stores `entry` (taking it out of the caller's optional), counting a consumer if `counted`;
+    /// unless `observes` is false (the library's own housekeeping), the outcome counts as observed.
     @inlinable @inline(__always)
-    final func registerLocked(_ entry: inout CallbackEntry<Value>?, counted: Bool) -> RegisterStep {
+    final func registerLocked(_ entry: inout CallbackEntry<Value>?, counted: Bool, observes: Bool = true) -> RegisterStep {
         assertLocked()
         defer { checkInvariants() }
-        flags |= StorageFlags.observed
+        if observes { flags |= StorageFlags.observed }
         switch state.register(counted: counted) {
         case .impossible:
             linkedFutureTrap()

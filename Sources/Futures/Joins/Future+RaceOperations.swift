@@ -71,7 +71,8 @@ extension Future {
         let result = raced.cancelled(by: until).made("race", file, line)
         // Decided by what the caller gets: a winner's value, or nothing (then no token survives,
         // even an operation's that succeeded just as the race was cancelled).
-        result.storage.register({ outcome in contest.decided(won: outcome.isSuccess) }, asConsumer: false, carryingContext: false)
+        result.storage.register(
+            { outcome in contest.decided(won: outcome.isSuccess) }, asConsumer: false, carryingContext: false, observes: false)
         return result
     }
 }

@@ -105,7 +105,9 @@ extension Future {
         }
         storage.observeProgress(follower: ObjectIdentifier(feed)) { value, version in feed.yield(value, version: version) }
         // Ends the sequence, whose consumer's task has its own context: no user code runs here.
-        storage.register({ outcome in feed.finish(final: outcome.isSuccess ? 1 : nil) }, asConsumer: false, owner: feed, carryingContext: false)
+        storage.register(
+            { outcome in feed.finish(final: outcome.isSuccess ? 1 : nil) }, asConsumer: false, owner: feed, carryingContext: false,
+            observes: false)
         return stream
     }
 }

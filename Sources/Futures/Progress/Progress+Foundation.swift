@@ -96,7 +96,7 @@ extension Promise {
             sampler.cancel()
             progress.cancel()
         }
-        storage.register({ _ in sampler.cancel() }, asConsumer: false, carryingContext: false)
+        storage.register({ _ in sampler.cancel() }, asConsumer: false, carryingContext: false, observes: false)
     }
 
     /// ``follow(_:every:clock:)`` on the continuous clock, sampling every 100 ms by default.

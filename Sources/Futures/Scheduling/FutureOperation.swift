@@ -78,7 +78,8 @@ public final class FutureOperation<Value: Sendable>: Operation, @unchecked Senda
         }
         move(to: .executing)
         // Restores the context itself: the registration captures none.
-        promise.future.storage.register({ [weak self] _ in self?.withContext { self?.move(to: .finished) } }, asConsumer: false, carryingContext: false)
+        promise.future.storage.register(
+            { [weak self] _ in self?.withContext { self?.move(to: .finished) } }, asConsumer: false, carryingContext: false, observes: false)
         // Cancelled since the check above (from another thread): finish without running the work.
         guard !promise.isCancelled else { return }
         do { promise.complete(with: try withContext(work)) } catch { promise.fail(error) }

@@ -95,7 +95,7 @@ extension Future {
             if let upstream { Cancellation.withdraw(from: upstream) }
             _ = derived.finish(.failure(FutureError.timedOut), origin: timedOut)
         }
-        derived.register({ _ in timer.cancel() }, asConsumer: false, carryingContext: false)
+        derived.register({ _ in timer.cancel() }, asConsumer: false, carryingContext: false, observes: false)
         return Future(storage: derived).made("timeout", file, line)
     }
 }
