@@ -290,34 +290,44 @@ enum Tracking {
         }
         let reading = now()
         // A future merged into another (a `flatMap`'s result absorbing the future it adopted)
-        // shares its state: the state of the future holding it, found from its link, says whether
-        // it is pending.
+        // shares its state: the state of the future holding it, found from its link and its depth
+        // below it as the engine finds it (through the forward of a split), says whether it is
+        // pending.
         let snapshots = found.map { record, locked -> (Record, NodeSnapshot) in
-            if let link = locked.link { return (record, link.diagnosticSnapshot()) }
+            if let link = locked.link { return (record, link.diagnosticSnapshot(startingAt: locked.linkDepth)) }
             let upstream = locked.upstream?.resolved.map { ObjectIdentifier($0) }
             return (
                 record,
                 NodeSnapshot(
-                    pending: locked.pending, root: record.key, upstream: upstream, consumers: locked.consumers,
+                    pending: locked.pending, root: record.key, depth: 0, upstream: upstream, consumers: locked.consumers,
                     observers: locked.observers)
             )
         }
         // Every record's id by the future's identity, for the edges.
         var ids: [ObjectIdentifier: UInt64] = [:]
         for (record, _) in snapshots { ids[record.key] = record.id }
+        // A merged future that a late consumer split off has its state in a future the split made,
+        // at depth 0, untracked: that future stands for it (its consumers wait on it).
+        for (record, snapshot) in snapshots where snapshot.depth == 0 && snapshot.root != record.key && ids[snapshot.root] == nil {
+            ids[snapshot.root] = record.id
+        }
+        /// Whether `record`'s future holds its state, itself or through the future a split made.
+        func holdsItsState(_ record: Record, _ snapshot: NodeSnapshot) -> Bool {
+            snapshot.root == record.key || (snapshot.depth == 0 && ids[snapshot.root] == record.id)
+        }
         // The one holding a merged future's state waits on the merged futures, which wait on its
         // upstream.
         var merged: [ObjectIdentifier: [UInt64]] = [:]
         var pendingIDs: Set<UInt64> = []
         for (record, snapshot) in snapshots where snapshot.pending {
             pendingIDs.insert(record.id)
-            if snapshot.root != record.key { merged[snapshot.root, default: []].append(record.id) }
+            if !holdsItsState(record, snapshot) { merged[snapshot.root, default: []].append(record.id) }
         }
         var result: [PendingFuture] = []
         for (record, snapshot) in snapshots where snapshot.pending {
             let age = Duration.nanoseconds(Int64(truncatingIfNeeded: reading &- min(reading, record.made)))
             var waits: [UInt64] = []
-            if snapshot.root == record.key, let inner = merged[record.key] {
+            if holdsItsState(record, snapshot), let inner = merged[snapshot.root] {
                 waits = inner.sorted()
             } else if let upstream = snapshot.upstream, let id = ids[upstream] {
                 waits = [id]
@@ -352,8 +362,9 @@ enum Tracking {
 
 /// What diagnostics need of a future, whatever its value type.
 protocol TrackedNode: AnyObject, Sendable {
-    /// The state of this future, or of the one holding it if it was merged into another.
-    func diagnosticSnapshot() -> NodeSnapshot
+    /// The state of the future `depth` below this one, or of the one holding it if it was merged
+    /// into another (found as the engine finds it, through links and the forwards of splits).
+    func diagnosticSnapshot(startingAt depth: Int32) -> NodeSnapshot
 
     /// What a snapshot needs of `object`, a future of this type, read while the caller holds its
     /// stripe lock, without retaining it (it may be waiting in its deinit for that lock).
@@ -365,6 +376,8 @@ struct NodeSnapshot {
     var pending: Bool
     /// The identity of the future holding its state (itself unless merged into another).
     var root: ObjectIdentifier
+    /// Its depth below `root`: 0 for the future holding it.
+    var depth: Int32
     /// What it waits on: its source, or the future it adopted.
     var upstream: ObjectIdentifier?
     var consumers: Int
@@ -381,19 +394,20 @@ struct LockedSnapshot {
     var upstream: (any ConsumerSource)?
     /// The future it was merged into, if it was (retained, as safely as `upstream`).
     var link: (any TrackedNode)?
+    /// Its depth below `link`.
+    var linkDepth: Int32 = 0
 }
 
 extension FutureStorage: TrackedNode {
-    func diagnosticSnapshot() -> NodeSnapshot {
-        var upstream: AnyObject?  // released after the lock
-        let snapshot = withState { node -> NodeSnapshot in
-            upstream = node.upstream?.resolved
-            let consumers = node.phase == .pending ? Int(node.consumers) : 0
-            let callbacks = node.phase == .pending ? node.callbacks.count + (node.extras?.merge.observerCount ?? 0) : 0
-            return NodeSnapshot(
-                pending: node.phase == .pending, root: ObjectIdentifier(node), upstream: nil,
-                consumers: consumers, observers: max(0, callbacks - consumers))
-        }
+    func diagnosticSnapshot(startingAt depth: Int32) -> NodeSnapshot {
+        let (node, depth) = lockedRoot(startingAt: depth)
+        let upstream = node.upstream?.resolved  // released after the lock
+        let consumers = node.phase == .pending ? Int(node.consumers) : 0
+        let callbacks = node.phase == .pending ? node.callbacks.count + (node.extras?.merge.observerCount ?? 0) : 0
+        let snapshot = NodeSnapshot(
+            pending: node.phase == .pending, root: ObjectIdentifier(node), depth: depth, upstream: nil,
+            consumers: consumers, observers: max(0, callbacks - consumers))
+        LockTable.release(LockTable.lock(at: LockTable.index(of: node)))
         var result = snapshot
         result.upstream = upstream.map(ObjectIdentifier.init)
         releaseOutsideLock(upstream)
@@ -411,7 +425,8 @@ extension FutureStorage: TrackedNode {
             if node.phase == .linked {
                 // The link, which a linked future keeps where a pending one keeps its upstream.
                 let link = node.upstream.map { unsafeDowncast($0 as AnyObject, to: FutureStorage<Value>.self) }
-                return LockedSnapshot(pending: false, consumers: 0, observers: 0, upstream: nil, link: link)
+                return LockedSnapshot(
+                    pending: false, consumers: 0, observers: 0, upstream: nil, link: link, linkDepth: node.state.linkDepth)
             }
             let pending = node.phase == .pending
             let consumers = pending ? Int(node.consumers) : 0

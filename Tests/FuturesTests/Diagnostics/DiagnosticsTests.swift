@@ -251,6 +251,66 @@ struct TrackedTestError: Error {}
         #expect(last.outcome?.value == length)
     }
 
+    /// `level2` adopts `level1`, which adopts `leaf`: one merge set. A late consumer on `level1`
+    /// splits it off; cancelling `level2` then leaves `level1` and `leaf` pending, their state in
+    /// the future the split made: both are listed, the consumer waits on `level1`, which waits on
+    /// the promise.
+    @Test func aSplitFutureAndItsProducerStayListedAfterTheirOldRootIsCancelled() throws {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let (leaf, level1, level2, late) = scope.run {
+            let leaf = Promise<Int>()
+            let start1 = Promise<Void>()
+            let start2 = Promise<Void>()
+            let level1 = start1.future.flatMap(on: .immediate) { _ in leaf.future }.named("level1")
+            let level2 = start2.future.flatMap(on: .immediate) { _ in level1 }.named("level2")
+            start2.succeed()
+            start1.succeed()
+            let late = level1.map(on: .immediate) { $0 }.named("late")
+            return (leaf, level1, level2, late)
+        }
+        level2.cancel()
+        #expect(leaf.future.isPending && level1.isPending && late.isPending)
+        let pending = scope.pendingFutures
+        let byName = Dictionary(uniqueKeysWithValues: pending.compactMap { future in future.name.map { ($0, future) } })
+        #expect(Set(byName.keys) == ["level1", "late"], "\(scope.dumpPending())")
+        let promise = try #require(pending.first { $0.kind == "promise" }, "\(scope.dumpPending())")
+        let level1ID = try #require(byName["level1"]?.id)
+        #expect(byName["late"]?.waitingOn == [level1ID], "\(scope.dumpPending())")
+        #expect(byName["level1"]?.waitingOn == [promise.id], "\(scope.dumpPending())")
+        #expect(pending.count == 3)
+        leaf.succeed(1)
+        #expect(late.outcome?.value == 1)
+        #expect(scope.pendingFutures.isEmpty)
+    }
+
+    /// A consumer arriving on a future merged into a pending one (which splits it off) waits on it,
+    /// and it on the promise below it.
+    @Test func aLateConsumerOnAMergedFutureWaitsOnIt() throws {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let (leaf, outer, inner, late) = scope.run {
+            let leaf = Promise<Int>()
+            let holder = Recorder<Future<Int>>()
+            let outer = Future(value: 1).flatMap(on: .immediate) { _ in
+                let inner = leaf.future.flatMap(on: .immediate) { Future(value: $0) }.named("inner")
+                holder.append(inner)
+                return inner
+            }.named("outer")
+            let inner = holder.all[0]
+            let late = inner.map(on: .immediate) { $0 * 10 }.named("late")
+            return (leaf, outer, inner, late)
+        }
+        let pending = scope.pendingFutures
+        let byName = Dictionary(uniqueKeysWithValues: pending.compactMap { future in future.name.map { ($0, future) } })
+        let innerID = try #require(byName["inner"]?.id)
+        let promiseID = try #require(pending.first { $0.kind == "promise" }?.id)
+        #expect(byName["late"]?.waitingOn == [innerID], "\(scope.dumpPending())")
+        #expect(byName["inner"]?.waitingOn == [promiseID], "\(scope.dumpPending())")
+        leaf.succeed(2)
+        #expect(outer.outcome?.value == 2 && inner.outcome?.value == 2 && late.outcome?.value == 20)
+    }
+
     /// A snapshot reads each tracked future without retaining it, in every build: a debug build
     /// that retained one for a moment, while another thread let go of its last reference, freed it
     /// in the snapshot, under the stripe lock its deinit takes (a trap in debug builds, a deadlock
