@@ -329,7 +329,9 @@ enum Tracking {
             var waits: [UInt64] = []
             if holdsItsState(record, snapshot), let inner = merged[snapshot.root] {
                 waits = inner.sorted()
-            } else if let upstream = snapshot.upstream, let id = ids[upstream] {
+            } else if let upstream = snapshot.upstream, let id = ids[upstream], pendingIDs.contains(id) {
+                // (A source that has completed, whose job for this one has not run yet, is not
+                // listed: nor is the edge to it.)
                 waits = [id]
             }
             waits += record.members.filter { pendingIDs.contains($0) }

@@ -284,6 +284,26 @@ struct TrackedTestError: Error {}
         #expect(scope.pendingFutures.isEmpty)
     }
 
+    /// A future waits only on futures in the list: a map whose source has completed, its job not
+    /// run yet, waits on nothing listed.
+    @Test func aMapWhoseJobHasNotRunWaitsOnNothingListed() {
+        FutureDiagnostics.startTracking()
+        let scope = FutureDiagnostics.Scope()
+        let executor = ManualExecutor()
+        let (promise, mapped) = scope.run {
+            let promise = Promise<Int>()
+            return (promise, promise.future.map(on: executor) { $0 + 1 }.named("mapped"))
+        }
+        #expect(scope.pendingFutures.first { $0.name == "mapped" }?.waitingOn.count == 1)
+        promise.succeed(1)
+        let pending = scope.pendingFutures
+        #expect(pending.map(\.name) == ["mapped"])
+        #expect(pending.first?.waitingOn == [])
+        executor.runAll()
+        #expect(mapped.outcome?.value == 2)
+        #expect(scope.pendingFutures.isEmpty)
+    }
+
     /// A consumer arriving on a future merged into a pending one (which splits it off) waits on it,
     /// and it on the promise below it.
     @Test func aLateConsumerOnAMergedFutureWaitsOnIt() throws {
