@@ -96,7 +96,7 @@ extension FutureStorage {
     /// isolation.
     @usableFromInline
     nonisolated(nonsending) final func waitForOutcome() async -> Outcome<Value> {
-        if let outcome { return outcome }
+        if let outcome = observedOutcome { return outcome }
         if Task.isCancelled {
             Cancellation.withdraw(from: self, .uncounted, key: nil)
             return .cancelled

@@ -455,11 +455,13 @@ extension FutureStorage: TrackedNode {
     final var isTracked: Bool { LockTable.withLock(self) { flag(StorageFlags.tracked) } }
 
     /// The outcome, as a reader that observes it: a failure read is not reported as unobserved.
+    /// Reading a pending future observes nothing (a later failure may still go unread).
     @inlinable
     final var observedOutcome: Outcome<Value>? {
         withState { node in
+            guard let result = node.result else { return nil }
             node.flags |= StorageFlags.observed
-            return node.result
+            return result
         }
     }
 

@@ -119,7 +119,7 @@ extension FutureStorage {
             let source = CancellationSource()
             ensureExtras.completionToken = source.token
             entry = .outcome({ _ in source.cancel() }, owner: nil)
-            return (source.token, registerLocked(&entry, counted: false))
+            return (source.token, registerLocked(&entry, counted: false, observes: false))  // reads no failure for anyone
         }
     }
 

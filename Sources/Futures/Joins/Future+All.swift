@@ -239,7 +239,7 @@ extension Future {
             // Decided, the join leaves its members' progress: a long-lived loser keeps nothing of it.
             target.register({ _ in
                 for (_, member) in state.allMembers() { member.removeProgressFollower(key) }
-            }, asConsumer: false, carryingContext: false)
+            }, asConsumer: false, carryingContext: false, observes: false)
         }
         return promise.future
     }

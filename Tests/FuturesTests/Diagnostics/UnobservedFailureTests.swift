@@ -74,4 +74,33 @@ import Testing
         #expect(error as? FutureError == .timedOut)
         #expect(promise.isCancelled, "the timeout withdrew from the promise")
     }
+
+    /// Reading a future while it is pending (its `outcome`, a `wait()` refused inside a callback)
+    /// reads no failure, nor does taking its completion token or following a join's progress: a
+    /// failure that comes later and nobody reads is reported when the future is freed.
+    @Test func readingAPendingFutureOrItsTokenOrAJoinsProgressObservesNothing() {
+        let log = EventScope()
+        log.scope.run {
+            let polled = Promise<Int>()
+            #expect(polled.future.outcome == nil)
+            let refused = Promise<Int>()
+            let waiter = Future(value: 0).map(on: .immediate) { _ in
+                #expect(throws: FutureError.blockingWait) { try refused.future.wait() }
+            }
+            #expect(waiter.outcome?.isSuccess == true)
+            let tokened = Promise<Int>()
+            _ = tokened.future.completionToken
+            let member = Promise<Int>()
+            let join = Future.all([member.future])
+            _ = join.progressUpdates
+            for promise in [polled, refused, tokened, member] { promise.fail(TrackedTestError()) }
+            #expect(join.isPending == false)
+        }
+        // The member's failure was read by the join; the join's, nobody's.
+        let reported = log.recorded.all.compactMap { event -> String? in
+            if case .unobservedFailure(let future, _) = event { return future.kind }
+            return nil
+        }
+        #expect(reported.sorted() == ["all", "promise", "promise", "promise"], "\(log.recorded.all)")
+    }
 }
