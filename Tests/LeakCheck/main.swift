@@ -281,6 +281,20 @@ let allocationScenarios: [String: (Int) -> Void] = [
     // every level, which the merge set carries until the loop completes.
     "merging-loop-level": { units in mergingLoop(units, observed: false) },
     "observed-loop-level": { units in mergingLoop(units, observed: true) },
+    // The benchmarks' progress chain (a promise, then `.immediate` map, flatMap, map, flatMap):
+    // with progress off; with 10 reports and no observer; with 10 reports and one
+    // `whenProgress(on: .immediate)` observer at its end. One unit is one chain.
+    "progress-chain": { units in
+        for _ in 0..<units { progressChain(reports: 0, observed: false) }
+    },
+    "progress-chain-reports": { units in
+        for _ in 0..<units { progressChain(reports: 10, observed: false) }
+    },
+    "progress-chain-observed": { units in
+        for _ in 0..<units { progressChain(reports: 10, observed: true) }
+    },
+    // One report to that chain, observed at its end: one unit is one report.
+    "progress-report-observed": { units in progressChain(reports: units, observed: true) },
     // One member of `Future.all` (its promise included), completed after joining.
     "join-member": { units in
         let promises = (0..<units).map { _ in Promise<Int>() }
@@ -319,6 +333,29 @@ let allocationScenarios: [String: (Int) -> Void] = [
         }
     },
 ]
+
+/// A promise, then `.immediate` map, flatMap, map, flatMap; the promise reports progress
+/// `reports` times (rising, below 1), then succeeds; `observed`: one `whenProgress(on: .immediate)`
+/// handler at the chain's end, which must see every report, then the steps completing, up to 1.0.
+func progressChain(reports: Int, observed: Bool) {
+    final class Seen: @unchecked Sendable {
+        // Safety: written by the `.immediate` handler, which runs on this thread only (the reports
+        // and the completion below are made on it), and read after.
+        var count = 0
+    }
+    let seen = Seen()
+    let promise = Promise<Int>()
+    let end = promise.future
+        .map(on: .immediate) { $0 &+ 1 }
+        .flatMap(on: .immediate) { Future(value: $0 &+ 1) }
+        .map(on: .immediate) { $0 &+ 1 }
+        .flatMap(on: .immediate) { Future(value: $0 &+ 1) }
+    if observed { end.whenProgress(on: .immediate) { _ in seen.count += 1 } }
+    for step in 0..<reports { promise.progress = Double(step + 1) / Double(reports + 1) }
+    promise.succeed(0)
+    precondition(end.outcome?.value == 4)
+    precondition(observed ? seen.count > reports : seen.count == 0)
+}
 
 /// A recursive `.immediate` `flatMap` loop of `remaining` iterations.
 @Sendable func immediateLoop(_ remaining: Int) -> Future<Int> {

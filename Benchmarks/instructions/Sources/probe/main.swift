@@ -96,6 +96,19 @@ final class Loop: @unchecked Sendable {
     _ = q.succeed(2)
 }
 
+/// The benchmarks' scenario h: a promise, then `.immediate` map, flatMap, map, flatMap; 10 reports,
+/// then success; with a `whenProgress(on: .immediate)` observer at the end, or none.
+@inline(never) func observedChain(observed: Bool) {
+    let p = Promise<Int>()
+    let f = p.future.map(on: .immediate) { $0 &+ 1 }.flatMap(on: .immediate) { Future(value: $0 &+ 1) }
+        .map(on: .immediate) { $0 &+ 1 }.flatMap(on: .immediate) { Future(value: $0 &+ 1) }
+    let box = Box()
+    if observed { f.whenProgress(on: .immediate) { _ in box.n &+= 1 } }
+    for r in 1...10 { p.progress = Double(r) / 11 }
+    _ = p.succeed(0)
+    precondition(f.outcome?.value == 4)
+}
+
 @inline(never) func lateConsumers(levels: Int) {
     // A merged loop, then a consumer on every inner level (a split each), top down.
     let loop = Loop(observed: false)
@@ -119,6 +132,8 @@ for _ in 0..<reps {
     case "loop": mergingLoop(levels: 1000, observed: false)
     case "observed": mergingLoop(levels: 1000, observed: true)
     case "progress": progressChain(reports: 10)
+    case "chainOff": for _ in 0..<1000 { observedChain(observed: false) }
+    case "chainObserved": for _ in 0..<1000 { observedChain(observed: true) }
     case "late": lateConsumers(levels: 1000)
     case "consumed": consumedLoop(levels: 1000)
     case "adopt": adoptions(count: 1000, deep: false)
