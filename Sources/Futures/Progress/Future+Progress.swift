@@ -38,8 +38,7 @@ extension Future {
     ///   - executor: where `body` runs.
     ///   - body: receives progress values in 0...1.
     public func whenProgress(on executor: some Executor = .current, _ body: @escaping @Sendable (Double) -> Void) {
-        let delivery = ProgressDelivery(hop: Hop(executor), body: body)
-        storage.observeProgress { value, version in delivery.offer(value, version: version) }
+        storage.observeProgress(.delivery(ProgressDelivery(hop: Hop(executor), body: body)))
     }
 
     /// ``whenProgress(on:_:)`` with a `@MainActor` handler, run on the main queue.
@@ -49,8 +48,7 @@ extension Future {
     ///   - body: main-actor work that receives progress values.
     public func whenProgress(on executor: some MainActorExecutor, _ body: @escaping @MainActor @Sendable (Double) -> Void) {
         let isolated = onMainActor(body)
-        let delivery = ProgressDelivery(hop: Hop(executor), body: { value in try? isolated(value) })
-        storage.observeProgress { value, version in delivery.offer(value, version: version) }
+        storage.observeProgress(.delivery(ProgressDelivery(hop: Hop(executor), body: { value in try? isolated(value) })))
     }
 
     /// ``flatMap(on:file:line:_:)-(Executor,_,_,_)`` whose progress combines both steps: `progressWeight * upstream +
@@ -114,15 +112,16 @@ extension Future {
 
 /// Delivers progress to one handler on its executor: at most one delivery job at a time, always the
 /// latest value, never the same value twice in a row.
+@usableFromInline
 final class ProgressDelivery: @unchecked Sendable {
     // Safety: `latest`, `lastSent` and `scheduled` are only touched under `LockTable.withLock(self)`;
     // the handler runs outside the lock, and only from the single scheduled job.
     private let hop: Hop
     private let body: @Sendable (Double) -> Void
-    private var latest: Double?
-    private var latestVersion: UInt64 = 0
-    private var lastSent = -1.0
-    private var scheduled = false
+    @exclusivity(unchecked) private var latest: Double?
+    @exclusivity(unchecked) private var latestVersion: UInt64 = 0
+    @exclusivity(unchecked) private var lastSent = -1.0
+    @exclusivity(unchecked) private var scheduled = false
 
     init(hop: Hop, body: @escaping @Sendable (Double) -> Void) {
         self.hop = hop
@@ -131,32 +130,49 @@ final class ProgressDelivery: @unchecked Sendable {
 
     /// Offers a value; one older than what this handler already has (it overtook) is dropped.
     func offer(_ value: Double, version: UInt64) {
-        let start: Bool = LockTable.withLock(self) {
-            guard version > latestVersion || (version == 0 && latestVersion == 0) else { return false }
+        let inline = if case .inline = hop { true } else { false }
+        // Inline, the delivery starts here with the value taken under the same lock.
+        let start: Double?? = LockTable.withLock(self) {
+            guard version > latestVersion || (version == 0 && latestVersion == 0) else { return nil }
             latestVersion = version
             latest = value
-            guard !scheduled else { return false }
+            guard !scheduled else { return nil }
             scheduled = true
-            return true
+            return inline ? .some(takeLatest()) : .some(nil)
         }
-        if start { hop.handOff { self.deliver() } }  // `body` restores its own context
+        guard let start else { return }
+        if inline {
+            deliver(first: start)
+        } else {
+            hop.handOff { self.deliver(first: nil) }  // `body` restores its own context
+        }
     }
 
-    private func deliver() {
+    /// Runs the handler with `first`, if any, then with each value offered meanwhile, until there is
+    /// none; then lets the next offer start a delivery.
+    private func deliver(first: Double?) {
+        var next = first
         while true {
-            let next: Double? = LockTable.withLock(self) {
-                guard let value = latest else {
+            if let value = next, !value.isNaN { body(value) }
+            next = LockTable.withLock(self) {
+                guard latest != nil else {
                     scheduled = false
                     return nil
                 }
-                latest = nil
-                if value == lastSent { return .nan }
-                lastSent = value
-                return value
+                return takeLatest()
             }
-            guard let next else { return }
-            if !next.isNaN { body(next) }
+            guard next != nil else { return }
         }
+    }
+
+    /// The value to send now (caller holds the lock): the latest offered, or NaN when it is the
+    /// one sent last.
+    private func takeLatest() -> Double {
+        guard let value = latest else { return .nan }
+        latest = nil
+        if value == lastSent { return .nan }
+        lastSent = value
+        return value
     }
 }
 

@@ -1,7 +1,60 @@
 /// Receives a progress value and its version; versions only grow, so a receiver drops anything
 /// older than what it already has (notifications are sent after the lock, and can overtake).
+///
+/// Stored as what it is rather than as a closure around it, so that registering a handler or
+/// following an upstream allocates no closure, and telling a follower needs no dynamic cast.
 @usableFromInline
-typealias ProgressObserver = @Sendable (_ value: Double, _ version: UInt64) -> Void
+enum ProgressObserver: Sendable {
+    /// A closure (a join's listener on a member, the feed of a `progressUpdates` sequence), with the
+    /// identity that takes it off again (see ``ProgressState/removeFollower(_:)``), if any.
+    case closure(@Sendable (_ value: Double, _ version: UInt64) -> Void, follower: ObjectIdentifier?)
+    /// A `whenProgress` handler.
+    case delivery(ProgressDelivery)
+    /// The listener of a downstream future that follows this one.
+    case link(ProgressLink)
+
+    @usableFromInline
+    func callAsFunction(_ value: Double, _ version: UInt64) {
+        switch self {
+        case .closure(let body, _): body(value, version)
+        case .delivery(let delivery): delivery.offer(value, version: version)
+        case .link(let link): link.receive(value, version: version)
+        }
+    }
+
+    /// The identity that takes this observer off: a follower's, a feed's or a join's.
+    var follower: ObjectIdentifier? {
+        switch self {
+        case .closure(_, let follower): follower
+        case .delivery: nil
+        case .link(let link): link.key
+        }
+    }
+}
+
+/// A downstream future's listener on the upstream it follows: a report from there is offered to
+/// the follower, which applies it from this thread's drain loop, so a long following chain does
+/// not recurse.
+@usableFromInline
+final class ProgressLink: Sendable {
+    let follower: any ProgressNode
+    /// The upstream followed, whose reports the follower accepts.
+    let source: ObjectIdentifier
+    /// The follower's identity, by which it takes this listener off.
+    let key: ObjectIdentifier
+
+    init(follower: any ProgressNode, source: ObjectIdentifier) {
+        self.follower = follower
+        self.source = source
+        self.key = ObjectIdentifier(follower)
+    }
+
+    func receive(_ value: Double, version: UInt64) {
+        guard follower.offerUpstreamProgress(value, version: version, from: source) else { return }
+        // The entry holds the link, and so the follower; its type is known, so no cast is needed.
+        Drain.schedule(self, { unsafeDowncast($0, to: ProgressLink.self).follower.applyOfferedProgress() })
+    }
+}
 
 /// The progress of one future, allocated the first time anyone sets or observes it: futures that
 /// never use progress pay one nil field for it.
@@ -12,29 +65,27 @@ typealias ProgressObserver = @Sendable (_ value: Double, _ version: UInt64) -> V
 /// downstream, by subscribing each future to its upstream, up to the producer.
 @usableFromInline
 final class ProgressState {
-    // Guarded by the owning future's stripe lock.
+    // Guarded by the owning future's stripe lock, like the future's own fields, so the runtime
+    // exclusivity check is redundant (and cost more than the lock): it is turned off field by field.
 
     /// The progress this future reports, and its version (bumped on every change).
-    var value: Double = 0
-    var version: UInt64 = 0
+    @exclusivity(unchecked) var value: Double = 0
+    @exclusivity(unchecked) var version: UInt64 = 0
     /// Observers, in registration order: user handlers (coalescing, on their executors), the
-    /// following listeners of downstream futures and the feeds of `progressUpdates` sequences.
-    /// `followers` holds, at the same index, the identity of the downstream future a following
-    /// listener belongs to, or of a sequence's feed (`nil` for a handler), so that a follower that
-    /// completes, or a sequence whose consumer left, takes its listener off (see
-    /// ``removeFollower(_:)``).
-    private(set) var observers: [ProgressObserver] = []
-    private var followers: [ObjectIdentifier?] = []
+    /// following listeners of downstream futures and the feeds of `progressUpdates` sequences. A
+    /// follower that completes, or a sequence whose consumer left, takes its listener off by its
+    /// identity (see ``removeFollower(_:)``).
+    @exclusivity(unchecked) private(set) var observers: [ProgressObserver] = []
     /// Whether this future follows its upstream's progress, which upstream, and the newest version
     /// received from it.
-    @usableFromInline var forwarding = false
-    var followed: ObjectIdentifier?
-    var followedVersion: UInt64 = 0
+    @exclusivity(unchecked) @usableFromInline var forwarding = false
+    @exclusivity(unchecked) var followed: ObjectIdentifier?
+    @exclusivity(unchecked) var followedVersion: UInt64 = 0
     /// The newest report from the upstream that a queued job has yet to apply: reports that arrive
     /// meanwhile replace it, so a follower applies a burst of reports once (and progress fed back
     /// around a cycle through a join settles instead of multiplying).
-    var incoming: (value: Double, version: UInt64, source: ObjectIdentifier)?
-    var relation: ProgressRelation
+    @exclusivity(unchecked) var incoming: (value: Double, version: UInt64, source: ObjectIdentifier)?
+    @exclusivity(unchecked) var relation: ProgressRelation
 
     init(relation: ProgressRelation) { self.relation = relation }
 
@@ -49,25 +100,21 @@ final class ProgressState {
         return (next, version)
     }
 
-    func add(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) {
+    func add(_ observer: ProgressObserver) {
         observers.append(observer)
-        followers.append(follower)
     }
 
     /// Takes the following listener of `follower` off, if it is here: returned, to be released
     /// after the lock (it holds the follower).
     func removeFollower(_ follower: ObjectIdentifier) -> ProgressObserver? {
-        guard let index = followers.lastIndex(of: follower) else { return nil }
-        followers.remove(at: index)
+        guard let index = observers.lastIndex(where: { $0.follower == follower }) else { return nil }
         return observers.remove(at: index)
     }
 
     /// Moves every observer of `other` (a future merged into this one) here, in order.
     func takeObservers(of other: ProgressState) {
         observers.append(contentsOf: other.observers)
-        followers.append(contentsOf: other.followers)
         other.observers = []
-        other.followers = []
     }
 
     /// The future completed (caller holds the lock): success reports 1.0; failure and cancellation
@@ -77,7 +124,6 @@ final class ProgressState {
     func complete(success: Bool) -> (observers: [ProgressObserver], final: (Double, UInt64)?) {
         var taken: [ProgressObserver] = []
         swap(&taken, &observers)
-        followers = []
         guard success, value != 1 else { return (taken, nil) }
         value = 1
         version += 1
@@ -91,9 +137,8 @@ protocol ProgressNode: AnyObject, Sendable {
     /// Marks this future as following its upstream; returns the upstream if it must subscribe now,
     /// and the start of this future's own progress source (a join's) if it has not started yet.
     func beginForwarding() -> (upstream: (any ProgressNode)?, demand: (@Sendable () -> Void)?)
-    /// Adds an observer (the following listener of `follower`, if not `nil`); returns the current
-    /// progress and its version.
-    func addProgressObserver(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) -> (Double, UInt64)
+    /// Adds an observer; returns the current progress and its version.
+    func addProgressObserver(_ observer: ProgressObserver) -> (Double, UInt64)
     /// Takes the following listener of `follower` off, if it is still here.
     func removeProgressFollower(_ follower: ObjectIdentifier)
     /// Whether this future is pending and still follows `source` (a split hands its upstream to
@@ -106,6 +151,13 @@ protocol ProgressNode: AnyObject, Sendable {
     func offerUpstreamProgress(_ value: Double, version: UInt64, from source: ObjectIdentifier) -> Bool
     /// The queued job: applies the newest report offered.
     func applyOfferedProgress()
+}
+
+extension ProgressNode {
+    /// Adds `body` as an observer, taken off again by `follower`, if not `nil`.
+    func addProgressObserver(_ body: @escaping @Sendable (Double, UInt64) -> Void, follower: ObjectIdentifier?) -> (Double, UInt64) {
+        addProgressObserver(.closure(body, follower: follower))
+    }
 }
 
 extension FutureStorage: ProgressNode {
@@ -195,9 +247,14 @@ extension FutureStorage: ProgressNode {
     /// A `follower` (a join following its members) names the observer, so that it can take it off
     /// again with ``removeProgressFollower(_:)``.
     @usableFromInline
-    func observeProgress(follower: ObjectIdentifier? = nil, _ observer: @escaping ProgressObserver) {
+    func observeProgress(follower: ObjectIdentifier? = nil, _ body: @escaping @Sendable (Double, UInt64) -> Void) {
+        observeProgress(.closure(body, follower: follower))
+    }
+
+    /// ``observeProgress(follower:_:)`` for an observer of any kind.
+    func observeProgress(_ observer: ProgressObserver) {
         let node = ownRoot()
-        let (current, version) = node.addProgressObserver(observer, follower: follower)
+        let (current, version) = node.addProgressObserver(observer)
         if current > 0 { observer(current, version) }
         Self.startFollowing(node)
     }
@@ -211,19 +268,13 @@ extension FutureStorage: ProgressNode {
             demand?()
             guard let upstream = next else { return }
             let follower = node
-            let source = ObjectIdentifier(upstream)
-            let key = ObjectIdentifier(follower)
-            let (current, version) = upstream.addProgressObserver({ value, version in
-                // Through the drain loop, so a long following chain does not recurse.
-                if follower.offerUpstreamProgress(value, version: version, from: source) {
-                    Drain.schedule(follower, { ($0 as! any ProgressNode).applyOfferedProgress() })
-                }
-            }, follower: key)
+            let link = ProgressLink(follower: follower, source: ObjectIdentifier(upstream))
+            let (current, version) = upstream.addProgressObserver(.link(link))
             // A follower that completes, is merged into another future or hands its upstream on in
             // a split takes its listener off the upstream; one that did so before the listener was
             // added does it here (either its removal came after the add, or this check sees it).
-            if !follower.stillFollows(source) { upstream.removeProgressFollower(key) }
-            follower.receiveUpstreamProgress(current, version: version, from: source)
+            if !follower.stillFollows(link.source) { upstream.removeProgressFollower(link.key) }
+            follower.receiveUpstreamProgress(current, version: version, from: link.source)
             node = upstream
         }
     }
@@ -248,7 +299,7 @@ extension FutureStorage: ProgressNode {
     }
 
     @usableFromInline
-    func addProgressObserver(_ observer: @escaping ProgressObserver, follower: ObjectIdentifier?) -> (Double, UInt64) {
+    func addProgressObserver(_ observer: ProgressObserver) -> (Double, UInt64) {
         let current: (Double, UInt64) = withOwnState { node in
             switch node.phase {
             case .linked: node.linkedFutureTrap()
@@ -258,7 +309,7 @@ extension FutureStorage: ProgressNode {
                 return (node.result?.isSuccess == true ? 1 : node.progress?.value ?? 0, version)
             case .pending:
                 let state = node.ensureProgress
-                state.add(observer, follower: follower)
+                state.add(observer)
                 return (state.value, state.version)
             }
         }
@@ -279,15 +330,21 @@ extension FutureStorage: ProgressNode {
 
     @usableFromInline
     func receiveUpstreamProgress(_ incoming: Double, version: UInt64, from source: ObjectIdentifier) {
-        let (changed, observers): ((Double, UInt64)?, [ProgressObserver]) = LockTable.withLock(self) {
-            guard phase == .pending, let state = progress, state.followed == source,
-                  version >= state.followedVersion else { return (nil, []) }
-            state.followedVersion = version
-            if state.relation.adopted { state.relation.innerPart = incoming } else { state.relation.ownPart = incoming }
-            let changed = state.update()
-            return (changed, changed == nil ? [] : state.observers)
-        }
+        let (changed, observers) = LockTable.withLock(self) { applyUpstreamProgress(incoming, version: version, from: source) }
         if let (value, newVersion) = changed { for observer in observers { observer(value, newVersion) } }
+    }
+
+    /// Applies a report from the upstream `source` (caller holds the lock): returns the new value
+    /// and version, if it changed, and the observers to tell.
+    private func applyUpstreamProgress(
+        _ incoming: Double, version: UInt64, from source: ObjectIdentifier
+    ) -> ((Double, UInt64)?, [ProgressObserver]) {
+        guard phase == .pending, let state = progress, state.followed == source,
+              version >= state.followedVersion else { return (nil, []) }
+        state.followedVersion = version
+        if state.relation.adopted { state.relation.innerPart = incoming } else { state.relation.ownPart = incoming }
+        let changed = state.update()
+        return (changed, changed == nil ? [] : state.observers)
     }
 
     @usableFromInline
@@ -306,12 +363,13 @@ extension FutureStorage: ProgressNode {
 
     @usableFromInline
     func applyOfferedProgress() {
-        let offered = LockTable.withLock(self) { () -> (value: Double, version: UInt64, source: ObjectIdentifier)? in
-            defer { progress?.incoming = nil }
-            return progress?.incoming
+        // Taken and applied under one lock: a report offered meanwhile queues a job of its own.
+        let (changed, observers) = LockTable.withLock(self) { () -> ((Double, UInt64)?, [ProgressObserver]) in
+            guard let state = progress, let offered = state.incoming else { return (nil, []) }
+            state.incoming = nil
+            return applyUpstreamProgress(offered.value, version: offered.version, from: offered.source)
         }
-        guard let offered else { return }
-        receiveUpstreamProgress(offered.value, version: offered.version, from: offered.source)
+        if let (value, version) = changed { for observer in observers { observer(value, version) } }
     }
 
     /// After an adoption changed this future's relation (under the adoption's locks): tell the

@@ -196,6 +196,50 @@ struct ProgressTests {
         #expect(seen.all == [0.5, 0.7, 1])
     }
 
+    /// An `.immediate` handler runs inline, one value at a time: a report made from inside it does
+    /// not run it again within itself, but right after it returns, with that value.
+    @Test func anImmediateHandlerIsNotReenteredByAReportItMakes() {
+        final class Depth: @unchecked Sendable {
+            // Safety: touched only by the `.immediate` handler, which runs on this thread (every
+            // report and the completion below are made on it).
+            var current = 0
+            var deepest = 0
+        }
+        let promise = Promise<Int>()
+        let end = promise.future.map(on: .immediate) { $0 }
+        let seen = Recorder<Double>()
+        let depth = Depth()
+        end.whenProgress(on: .immediate) { value in
+            depth.current += 1
+            depth.deepest = max(depth.deepest, depth.current)
+            seen.append(value)
+            if value == 0.25 { promise.progress = 0.5 }
+            depth.current -= 1
+        }
+        promise.progress = 0.25
+        #expect(seen.all == [0.25, 0.5])
+        promise.succeed(1)
+        #expect(seen.all == [0.25, 0.5, 1])
+        #expect(depth.deepest == 1)
+    }
+
+    /// Each observer of a chain's end hears every report, in order, then the steps completing.
+    @Test func everyHandlerOnAChainHearsEachReportInOrder() {
+        let promise = Promise<Int>()
+        let end = promise.future.map(on: .immediate) { $0 }.flatMap(progressWeight: 0.5, on: .immediate) { Future(value: $0) }
+        let first = Recorder<Double>()
+        let second = Recorder<Double>()
+        end.whenProgress(on: .immediate) { first.append($0) }
+        end.whenProgress(on: .immediate) { second.append($0) }
+        for step in 1...4 { promise.progress = Double(step) / 5 }
+        let reported = (1...4).map { 0.5 * Double($0) / 5 }
+        #expect(first.all == reported)
+        #expect(second.all == reported)
+        promise.succeed(1)
+        #expect(first.all == reported + [0.5, 1])
+        #expect(second.all == first.all)
+    }
+
     @Test func aLateHandlerGetsTheCurrentValue() {
         let promise = Promise<Int>()
         promise.progress = 0.6
