@@ -74,7 +74,7 @@ extension FutureStorage {
             for handler in unsafeDowncast(extras, to: Extras<Value>.self).merge.cancelHandlers { handler.run() }
         }
         if let (observers, final) = work.progress, let (value, version) = final {
-            for observer in observers { observer(value, version) }
+            observers.tell(value, version)
         }
         if work.unfollow, let upstream = work.upstream { stopFollowing(upstream) }
         if work.drain { scheduleDrain() }
@@ -160,7 +160,7 @@ struct CompletionWork {
     /// after the lock.
     @usableFromInline var extras: AnyObject?
     /// Progress observers, moved out: told the final value and version (if any), then released.
-    @usableFromInline var progress: (observers: [ProgressObserver], final: (Double, UInt64)?)?
+    @usableFromInline var progress: (observers: ProgressObservers, final: (Double, UInt64)?)?
     /// Whether the future followed its upstream's progress: its listener there is taken off.
     @usableFromInline var unfollow = false
 

@@ -184,7 +184,7 @@ struct DepthFactors {
 /// version if it changed, the observers to tell, and whether the adopter followed its old upstream
 /// (it then follows the new one).
 typealias ProgressChange = (
-    changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool,
+    changed: (Double, UInt64)?, observers: ProgressObservers, refollow: Bool,
     unfollow: (source: any ConsumerSource, follower: ObjectIdentifier)?
 )
 
@@ -206,7 +206,7 @@ extension FutureStorage {
         // combined progress does not go back for either.
         let ownObservers = state.observers
         let ownSaw = state.value
-        var moved: [ProgressObserver] = []
+        var moved = ProgressObservers()
         var movedSaw = 0.0
         // A target that followed its upstream leaves its listener there (this future follows that
         // upstream itself from now on, if it is to).

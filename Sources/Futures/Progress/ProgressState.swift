@@ -2,12 +2,13 @@
 /// older than what it already has (notifications are sent after the lock, and can overtake).
 ///
 /// Stored as what it is rather than as a closure around it, so that registering a handler or
-/// following an upstream allocates no closure, and telling a follower needs no dynamic cast.
+/// following an upstream allocates no closure, and telling a follower needs no dynamic cast. Each
+/// case holds one object, so an observer is one word: copying the observers out of the lock for
+/// each report costs a retain.
 @usableFromInline
 enum ProgressObserver: Sendable {
-    /// A closure (a join's listener on a member, the feed of a `progressUpdates` sequence), with the
-    /// identity that takes it off again (see ``ProgressState/removeFollower(_:)``), if any.
-    case closure(@Sendable (_ value: Double, _ version: UInt64) -> Void, follower: ObjectIdentifier?)
+    /// A closure: a join's listener on a member, the feed of a `progressUpdates` sequence.
+    case closure(ProgressClosure)
     /// A `whenProgress` handler.
     case delivery(ProgressDelivery)
     /// The listener of a downstream future that follows this one.
@@ -16,7 +17,7 @@ enum ProgressObserver: Sendable {
     @usableFromInline
     func callAsFunction(_ value: Double, _ version: UInt64) {
         switch self {
-        case .closure(let body, _): body(value, version)
+        case .closure(let closure): closure.body(value, version)
         case .delivery(let delivery): delivery.offer(value, version: version)
         case .link(let link): link.receive(value, version: version)
         }
@@ -25,11 +26,97 @@ enum ProgressObserver: Sendable {
     /// The identity that takes this observer off: a follower's, a feed's or a join's.
     var follower: ObjectIdentifier? {
         switch self {
-        case .closure(_, let follower): follower
+        case .closure(let closure): closure.follower
         case .delivery: nil
         case .link(let link): link.key
         }
     }
+}
+
+/// A closure that observes progress, with the identity that takes it off again (see
+/// ``ProgressState/removeFollower(_:)``), if any.
+@usableFromInline
+final class ProgressClosure: Sendable {
+    let body: @Sendable (_ value: Double, _ version: UInt64) -> Void
+    let follower: ObjectIdentifier?
+
+    init(_ body: @escaping @Sendable (_ value: Double, _ version: UInt64) -> Void, follower: ObjectIdentifier?) {
+        self.body = body
+        self.follower = follower
+    }
+}
+
+/// A future's progress observers, in registration order: the first one inline, so that a future
+/// with one observer (each future of a followed chain, whose follower listens) allocates no list.
+@usableFromInline
+struct ProgressObservers: Sequence, ExpressibleByArrayLiteral, Sendable {
+    // The first observer; `rest` is empty whenever it is `nil`.
+    @usableFromInline var first: ProgressObserver?
+    @usableFromInline var rest: [ProgressObserver] = []
+
+    init() {}
+
+    @usableFromInline
+    init(arrayLiteral observers: ProgressObserver...) {
+        for observer in observers { append(observer) }
+    }
+
+    var isEmpty: Bool { first == nil }
+
+    var count: Int { first == nil ? 0 : 1 + rest.count }
+
+    mutating func append(_ observer: ProgressObserver) {
+        if first == nil { first = observer } else { rest.append(observer) }
+    }
+
+    mutating func append(contentsOf other: ProgressObservers) {
+        for observer in other { append(observer) }
+    }
+
+    static func + (lhs: ProgressObservers, rhs: ProgressObservers) -> ProgressObservers {
+        var joined = lhs
+        joined.append(contentsOf: rhs)
+        return joined
+    }
+
+    /// Takes off the last observer that `follower` takes off, and returns it.
+    mutating func removeLast(follower: ObjectIdentifier) -> ProgressObserver? {
+        if let index = rest.lastIndex(where: { $0.follower == follower }) { return rest.remove(at: index) }
+        guard let observer = first, observer.follower == follower else { return nil }
+        first = rest.isEmpty ? nil : rest.removeFirst()
+        return observer
+    }
+
+    /// Tells each observer, in order, `value` and its `version`.
+    @inlinable
+    func tell(_ value: Double, _ version: UInt64) {
+        guard let first else { return }
+        first(value, version)
+        for observer in rest { observer(value, version) }
+    }
+
+    @usableFromInline
+    struct Iterator: IteratorProtocol {
+        @usableFromInline var first: ProgressObserver?
+        @usableFromInline var rest: IndexingIterator<[ProgressObserver]>
+
+        @inlinable init(first: ProgressObserver?, rest: IndexingIterator<[ProgressObserver]>) {
+            self.first = first
+            self.rest = rest
+        }
+
+        @inlinable
+        mutating func next() -> ProgressObserver? {
+            if let observer = first {
+                first = nil
+                return observer
+            }
+            return rest.next()
+        }
+    }
+
+    @inlinable
+    func makeIterator() -> Iterator { Iterator(first: first, rest: rest.makeIterator()) }
 }
 
 /// A downstream future's listener on the upstream it follows: a report from there is offered to
@@ -75,7 +162,7 @@ final class ProgressState {
     /// following listeners of downstream futures and the feeds of `progressUpdates` sequences. A
     /// follower that completes, or a sequence whose consumer left, takes its listener off by its
     /// identity (see ``removeFollower(_:)``).
-    @exclusivity(unchecked) private(set) var observers: [ProgressObserver] = []
+    @exclusivity(unchecked) private(set) var observers = ProgressObservers()
     /// Whether this future follows its upstream's progress, which upstream, and the newest version
     /// received from it.
     @exclusivity(unchecked) @usableFromInline var forwarding = false
@@ -107,22 +194,21 @@ final class ProgressState {
     /// Takes the following listener of `follower` off, if it is here: returned, to be released
     /// after the lock (it holds the follower).
     func removeFollower(_ follower: ObjectIdentifier) -> ProgressObserver? {
-        guard let index = observers.lastIndex(where: { $0.follower == follower }) else { return nil }
-        return observers.remove(at: index)
+        observers.removeLast(follower: follower)
     }
 
     /// Moves every observer of `other` (a future merged into this one) here, in order.
     func takeObservers(of other: ProgressState) {
         observers.append(contentsOf: other.observers)
-        other.observers = []
+        other.observers = ProgressObservers()
     }
 
     /// The future completed (caller holds the lock): success reports 1.0; failure and cancellation
     /// add nothing. Returns the observers, moved out to be told the final value (if any) and
     /// released after the lock.
     @usableFromInline
-    func complete(success: Bool) -> (observers: [ProgressObserver], final: (Double, UInt64)?) {
-        var taken: [ProgressObserver] = []
+    func complete(success: Bool) -> (observers: ProgressObservers, final: (Double, UInt64)?) {
+        var taken = ProgressObservers()
         swap(&taken, &observers)
         guard success, value != 1 else { return (taken, nil) }
         value = 1
@@ -137,8 +223,9 @@ protocol ProgressNode: AnyObject, Sendable {
     /// Marks this future as following its upstream; returns the upstream if it must subscribe now,
     /// and the start of this future's own progress source (a join's) if it has not started yet.
     func beginForwarding() -> (upstream: (any ProgressNode)?, demand: (@Sendable () -> Void)?)
-    /// Adds an observer; returns the current progress and its version.
-    func addProgressObserver(_ observer: ProgressObserver) -> (Double, UInt64)
+    /// Adds the observer `make` returns, made only if this future is pending (a completed one is
+    /// told nothing more); returns the current progress and its version.
+    func addProgressObserver(making make: () -> ProgressObserver) -> (Double, UInt64)
     /// Takes the following listener of `follower` off, if it is still here.
     func removeProgressFollower(_ follower: ObjectIdentifier)
     /// Whether this future is pending and still follows `source` (a split hands its upstream to
@@ -154,9 +241,15 @@ protocol ProgressNode: AnyObject, Sendable {
 }
 
 extension ProgressNode {
+    /// Adds `observer`; returns the current progress and its version.
+    func addProgressObserver(_ observer: ProgressObserver) -> (Double, UInt64) {
+        // Not stored (a completed future): released by the caller, after the lock.
+        addProgressObserver { observer }
+    }
+
     /// Adds `body` as an observer, taken off again by `follower`, if not `nil`.
     func addProgressObserver(_ body: @escaping @Sendable (Double, UInt64) -> Void, follower: ObjectIdentifier?) -> (Double, UInt64) {
-        addProgressObserver(.closure(body, follower: follower))
+        addProgressObserver(.closure(ProgressClosure(body, follower: follower)))
     }
 }
 
@@ -219,7 +312,7 @@ extension FutureStorage: ProgressNode {
     func setProgress(_ raw: Double, from origin: AnyObject?) {
         guard !raw.isNaN else { return }
         let incoming = min(max(raw, 0), 1)
-        let (changed, observers): ((Double, UInt64)?, [ProgressObserver]) = withState { node in
+        let (changed, observers): ((Double, UInt64)?, ProgressObservers) = withState { node in
             guard node.phase == .pending else { return (nil, []) }
             if let origin, !node.accepts(origin) { return (nil, []) }
             let state = node.ensureProgress
@@ -227,7 +320,7 @@ extension FutureStorage: ProgressNode {
             let changed = state.update()
             return (changed, changed == nil ? [] : state.observers)
         }
-        if let (value, version) = changed { for observer in observers { observer(value, version) } }
+        if let (value, version) = changed { observers.tell(value, version) }
     }
 
     /// The current progress: 1 after success; the last value otherwise. Reading it sets up
@@ -248,7 +341,7 @@ extension FutureStorage: ProgressNode {
     /// again with ``removeProgressFollower(_:)``.
     @usableFromInline
     func observeProgress(follower: ObjectIdentifier? = nil, _ body: @escaping @Sendable (Double, UInt64) -> Void) {
-        observeProgress(.closure(body, follower: follower))
+        observeProgress(.closure(ProgressClosure(body, follower: follower)))
     }
 
     /// ``observeProgress(follower:_:)`` for an observer of any kind.
@@ -268,13 +361,19 @@ extension FutureStorage: ProgressNode {
             demand?()
             guard let upstream = next else { return }
             let follower = node
-            let link = ProgressLink(follower: follower, source: ObjectIdentifier(upstream))
-            let (current, version) = upstream.addProgressObserver(.link(link))
+            let source = ObjectIdentifier(upstream)
+            // The listener is made only for a pending upstream: a completed one (a flatMap's inner
+            // future that had completed when it was adopted) only gives its final value.
+            var added = false
+            let (current, version) = upstream.addProgressObserver {
+                added = true
+                return .link(ProgressLink(follower: follower, source: source))
+            }
             // A follower that completes, is merged into another future or hands its upstream on in
             // a split takes its listener off the upstream; one that did so before the listener was
             // added does it here (either its removal came after the add, or this check sees it).
-            if !follower.stillFollows(link.source) { upstream.removeProgressFollower(link.key) }
-            follower.receiveUpstreamProgress(current, version: version, from: link.source)
+            if added, !follower.stillFollows(source) { upstream.removeProgressFollower(ObjectIdentifier(follower)) }
+            follower.receiveUpstreamProgress(current, version: version, from: source)
             node = upstream
         }
     }
@@ -299,8 +398,8 @@ extension FutureStorage: ProgressNode {
     }
 
     @usableFromInline
-    func addProgressObserver(_ observer: ProgressObserver) -> (Double, UInt64) {
-        let current: (Double, UInt64) = withOwnState { node in
+    func addProgressObserver(making make: () -> ProgressObserver) -> (Double, UInt64) {
+        withOwnState { node in
             switch node.phase {
             case .linked: node.linkedFutureTrap()
             case .never: return (0, 0)
@@ -309,12 +408,10 @@ extension FutureStorage: ProgressNode {
                 return (node.result?.isSuccess == true ? 1 : node.progress?.value ?? 0, version)
             case .pending:
                 let state = node.ensureProgress
-                state.add(observer)
+                state.add(make())
                 return (state.value, state.version)
             }
         }
-        withExtendedLifetime(observer) {}  // if not stored (a completed future): released after the lock
-        return current
     }
 
     @usableFromInline
@@ -331,14 +428,14 @@ extension FutureStorage: ProgressNode {
     @usableFromInline
     func receiveUpstreamProgress(_ incoming: Double, version: UInt64, from source: ObjectIdentifier) {
         let (changed, observers) = LockTable.withLock(self) { applyUpstreamProgress(incoming, version: version, from: source) }
-        if let (value, newVersion) = changed { for observer in observers { observer(value, newVersion) } }
+        if let (value, newVersion) = changed { observers.tell(value, newVersion) }
     }
 
     /// Applies a report from the upstream `source` (caller holds the lock): returns the new value
     /// and version, if it changed, and the observers to tell.
     private func applyUpstreamProgress(
         _ incoming: Double, version: UInt64, from source: ObjectIdentifier
-    ) -> ((Double, UInt64)?, [ProgressObserver]) {
+    ) -> ((Double, UInt64)?, ProgressObservers) {
         guard phase == .pending, let state = progress, state.followed == source,
               version >= state.followedVersion else { return (nil, []) }
         state.followedVersion = version
@@ -364,18 +461,18 @@ extension FutureStorage: ProgressNode {
     @usableFromInline
     func applyOfferedProgress() {
         // Taken and applied under one lock: a report offered meanwhile queues a job of its own.
-        let (changed, observers) = LockTable.withLock(self) { () -> ((Double, UInt64)?, [ProgressObserver]) in
+        let (changed, observers) = LockTable.withLock(self) { () -> ((Double, UInt64)?, ProgressObservers) in
             guard let state = progress, let offered = state.incoming else { return (nil, []) }
             state.incoming = nil
             return applyUpstreamProgress(offered.value, version: offered.version, from: offered.source)
         }
-        if let (value, version) = changed { for observer in observers { observer(value, version) } }
+        if let (value, version) = changed { observers.tell(value, version) }
     }
 
     /// After an adoption changed this future's relation (under the adoption's locks): tell the
     /// observers and, if it was following its upstream, follow the new one.
-    func progressAdopted(changed: (Double, UInt64)?, observers: [ProgressObserver], refollow: Bool) {
-        if let (value, version) = changed { for observer in observers { observer(value, version) } }
+    func progressAdopted(changed: (Double, UInt64)?, observers: ProgressObservers, refollow: Bool) {
+        if let (value, version) = changed { observers.tell(value, version) }
         // From the future that holds the state now: another adoption may have merged this one
         // since the locks were released, and taken over the upstream it is to follow.
         if refollow { Self.startFollowing(root()) }
