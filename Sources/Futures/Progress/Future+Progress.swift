@@ -114,8 +114,9 @@ extension Future {
 /// latest value, never the same value twice in a row.
 @usableFromInline
 final class ProgressDelivery: @unchecked Sendable {
-    // Safety: `latest`, `lastSent` and `scheduled` are only touched under `LockTable.withLock(self)`;
-    // the handler runs outside the lock, and only from the single scheduled job.
+    // Safety: `latest`, `latestVersion`, `lastSent` and `scheduled` are only touched under
+    // `LockTable.withLock(self)`; the handler runs outside the lock, and only from the single
+    // scheduled job.
     private let hop: Hop
     private let body: @Sendable (Double) -> Void
     @exclusivity(unchecked) private var latest: Double?

@@ -243,8 +243,11 @@ protocol ProgressNode: AnyObject, Sendable {
 extension ProgressNode {
     /// Adds `observer`; returns the current progress and its version.
     func addProgressObserver(_ observer: ProgressObserver) -> (Double, UInt64) {
-        // Not stored (a completed future): released by the caller, after the lock.
-        addProgressObserver { observer }
+        // Not stored (a completed future): released here, after the lock, pinned past it (a
+        // handler's captures may break a promise when freed).
+        let current = addProgressObserver { observer }
+        withExtendedLifetime(observer) {}
+        return current
     }
 
     /// Adds `body` as an observer, taken off again by `follower`, if not `nil`.
