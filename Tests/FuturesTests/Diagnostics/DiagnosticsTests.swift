@@ -341,15 +341,18 @@ struct TrackedTestError: Error {}
         let snapshots = 15_000
         let done = Recorder<Bool>()
         let made = Recorder<Int>()
-        DispatchQueue.concurrentPerform(iterations: 2) { index in
-            if index == 0 {
-                for _ in 0..<snapshots {
-                    _ = scope.pendingFutures
-                    _ = FutureDiagnostics.pendingFutures()
-                }
-                done.append(true)
-                return
+        let finished = DispatchSemaphore(value: 0)
+        // Two threads of their own, not the dispatch pool's: busy as they are for a while (a
+        // minute under ThreadSanitizer), they would hold back other tests' jobs on the pool.
+        Thread {
+            for _ in 0..<snapshots {
+                _ = scope.pendingFutures
+                _ = FutureDiagnostics.pendingFutures()
             }
+            done.append(true)
+            finished.signal()
+        }.start()
+        Thread {
             var count = 0
             scope.run {
                 // Futures made and freed as fast as one thread can, until the snapshots are done.
@@ -368,7 +371,10 @@ struct TrackedTestError: Error {}
                 }
             }
             made.append(count)
-        }
+            finished.signal()
+        }.start()
+        finished.wait()
+        finished.wait()
         #expect(made.all.first ?? 0 > 0)
         #expect(scope.pendingFutures.isEmpty)
     }
