@@ -86,6 +86,9 @@ extension FutureStorage {
         var (root, depth) = lockedRoot()
         while depth > 0 && root.phase == .pending {
             LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
+            // Let go of the root now, under no lock: this may be its last reference (its chain
+            // ended meanwhile), and its deinit must not run under the lock taken next.
+            root = self
             // The future the split made holds this one's state at depth 0 for good (only a merge
             // could move it, and a future that something waits on is never merged).
             if let state = split() {
