@@ -193,6 +193,16 @@ struct CallbackList<Value: Sendable> {
         for entry in rest { entry?.run(with: outcome) }
     }
 
+    /// Runs the entries in order and leaves the list empty; the entries are released when this
+    /// returns. The first entry is moved out, not copied, so running it takes no retain.
+    @inlinable
+    mutating func runAndEmpty(with outcome: Outcome<Value>) {
+        guard let first = first.take() else { return }
+        first.run(with: outcome)
+        guard let rest = rest.take() else { return }
+        for entry in rest { entry?.run(with: outcome) }
+    }
+
     /// Takes off the entry registered under `key`, if it is here, and returns it (for the caller to
     /// release after its lock). The others keep their order.
     @usableFromInline

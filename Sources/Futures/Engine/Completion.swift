@@ -130,7 +130,7 @@ extension FutureStorage {
         var batch = CallbackList<Value>()
         swap(&batch, &callbacks)
         let outcome = storedOutcome
-        batch.run(with: outcome)
+        batch.runAndEmpty(with: outcome)
         while true {
             batch = CallbackList()  // released here, outside the lock
             let more = LockTable.withLock(self) { takeLateCallbacksLocked(into: &batch) }

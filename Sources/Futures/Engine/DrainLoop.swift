@@ -10,12 +10,14 @@ enum Drain {
     /// loop already runs here, else at once as the loop, with `node` borrowed from the caller.
     @usableFromInline
     static func schedule(_ node: AnyObject, _ run: @escaping (AnyObject) -> Void) {
-        // Unretained: the thread-specific slot keeps the context alive until the thread exits.
-        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
-        if context.isDraining {
-            context.drainQueue.append(DrainEntry(node: node, run: run))
-        } else {
-            context.runLoop { run(node) }
+        // Borrowed: the thread-specific slot keeps the context alive until the thread exits (an
+        // `unowned(unsafe)` local was still retained around the queue's append).
+        ThreadContext.current._withUnsafeGuaranteedRef { context in
+            if context.isDraining {
+                context.drainQueue.append(DrainEntry(node: .passRetained(node), run: run))
+            } else {
+                context.runLoop { run(node) }
+            }
         }
     }
 
@@ -122,7 +124,10 @@ extension ThreadContext {
                     drainHead = 0
                 }
             }
-            next.run(next.node)
+            // The entry's reference is lent to the call and let go of after it: one release, where
+            // a strong field took a retain for the call and released twice after.
+            next.node._withUnsafeGuaranteedRef { next.run($0) }
+            next.node.release()
         }
         if drainQueue.capacity > 4096 { drainQueue = [] }
         isDraining = false

@@ -13,11 +13,13 @@ import Android
 /// class method would run the unspecialised generic code, which looks type metadata up each call).
 @usableFromInline
 struct DrainEntry {
-    @usableFromInline let node: AnyObject
+    /// Retained while queued; the drain loop releases it after `run` returns (an entry is never
+    /// dropped unrun: the loop runs every entry it was handed).
+    @usableFromInline let node: Unmanaged<AnyObject>
     @usableFromInline let run: (AnyObject) -> Void
 
     @inlinable
-    init(node: AnyObject, run: @escaping (AnyObject) -> Void) {
+    init(node: Unmanaged<AnyObject>, run: @escaping (AnyObject) -> Void) {
         self.node = node
         self.run = run
     }
