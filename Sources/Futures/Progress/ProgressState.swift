@@ -293,10 +293,12 @@ extension FutureStorage: ProgressNode {
 
     /// Gives a new, not yet shared, join future its progress source: `demand` runs once, outside
     /// any lock, when someone first follows this future's progress, and reports through
-    /// ``setProgress(_:from:)`` with no origin. A join's progress never goes backwards.
+    /// ``setProgress(_:from:)`` with no origin. A join's progress never goes backwards. A join
+    /// that completed while it registered its members needs none.
     @usableFromInline
     func setProgressDemand(_ demand: @escaping @Sendable (FutureStorage<Value>) -> Void) {
         LockTable.withLock(self) {
+            guard phase == .pending else { return }
             let extras = ensureExtras
             var relation = extras.progressRelation ?? .initial(combines: combinesProgress)
             relation.monotonic = true
