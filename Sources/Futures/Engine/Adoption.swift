@@ -186,7 +186,7 @@ extension FutureStorage {
     final func holdsStateLocked(depth: Int32) -> Bool {
         assertLocked()
         if phase == .linked { return false }
-        guard depth > 0, let forward = extras?.merge.forward else { return true }
+        guard depth > 0, let forward = splitForwards else { return true }
         return forward.entry(at: depth) == nil
     }
 

@@ -34,7 +34,7 @@ enum CallbackEntry<Value: Sendable> {
     case success(@Sendable (Value) -> Void)
     case failure(@Sendable (any Error) -> Void)
     case member(MemberSink<Value>, index: Int)
-    case carried(Extras<Value>)
+    case carried(PendingExtras<Value>)
 
     @inlinable
     func run(with outcome: Outcome<Value>) {

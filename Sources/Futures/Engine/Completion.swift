@@ -71,7 +71,7 @@ extension FutureStorage {
     final func afterCompletion(_ work: inout CompletionWork) -> UpstreamLink? {
         // The extras box was detached under the lock, so nothing else reaches it now.
         if work.cancelled, let extras = work.extras {
-            for handler in unsafeDowncast(extras, to: Extras<Value>.self).merge.cancelHandlers { handler.run() }
+            for handler in unsafeDowncast(extras, to: PendingExtras<Value>.self).merge.cancelHandlers { handler.run() }
         }
         if let (observers, final) = work.progress, let (value, version) = final {
             observers.tell(value, version)

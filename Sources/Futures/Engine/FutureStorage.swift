@@ -1,31 +1,45 @@
-/// The rarely used parts of a pending future, allocated on first use.
+/// What a future keeps beside its fields on rare paths, allocated on first need: the state of its
+/// phase that most futures never have. A pending future's is a ``PendingExtras``, a completed
+/// future's a ``CompletedExtras``; a linked future and `never` keep none. Both kinds share who may
+/// complete the future, which a completed future still needs to refuse a late adoption.
 @usableFromInline
-final class Extras<Value: Sendable> {
+class RareState {
     // Every field is guarded by the stripe lock of the future that owns the box (or touched in
     // that future's deinit), like the future's own fields, so the runtime exclusivity check is
     // turned off here too.
 
+    /// Whether this is a completed future's box (a ``CompletedExtras``).
+    @usableFromInline let ofCompleted: Bool
+
     /// Who may complete the future: `nil` for itself (its promise or internal completer), else the
     /// identity of the object it handed that right to (the future it adopted, a timer), which must
     /// also still be alive (`completerObject`): an identity alone could be reused by a new object at
-    /// the same address. `Extras.nobody` means nothing may complete it (it adopted `never`).
+    /// the same address. `RareState.nobody` means nothing may complete it (it adopted `never`).
     /// Cancellation is always allowed.
-    @exclusivity(unchecked) @usableFromInline var completer: ObjectIdentifier?
-    @exclusivity(unchecked) @usableFromInline weak var completerObject: AnyObject?
+    @exclusivity(unchecked) @usableFromInline final var completer: ObjectIdentifier?
+    @exclusivity(unchecked) @usableFromInline final weak var completerObject: AnyObject?
 
     /// The completer of a future that adopted `never`: a metatype's identity, which no heap object
     /// (and so no origin) can ever have.
     @usableFromInline static var nobody: ObjectIdentifier { ObjectIdentifier(Never.self) }
 
+    @usableFromInline init(ofCompleted: Bool) { self.ofCompleted = ofCompleted }
+
     /// Hands the right to complete to `object` (caller holds the owner's lock).
     @inlinable
-    func handCompletion(to object: AnyObject) {
+    final func handCompletion(to object: AnyObject) {
         completer = ObjectIdentifier(object)
         completerObject = object
     }
-    /// Callbacks registered on a completed future while its drain runs (see
-    /// ``FutureStorage/drain()``); the drain owner takes them after its current batch.
-    @exclusivity(unchecked) @usableFromInline var lateCallbacks = CallbackList<Value>()
+
+    /// Whether freeing this box may free a chain of futures (see ``FutureStorage``'s deinit).
+    @usableFromInline var mayHoldChain: Bool { false }
+}
+
+/// The rare state of a pending future: what it is waiting for besides its upstream, what it starts
+/// on demand, and its merge set. Detached when the future completes.
+@usableFromInline
+final class PendingExtras<Value: Sendable>: RareState {
     /// The index of a long callback list, for removals (see ``CallbackList/remove(_:index:)``).
     @exclusivity(unchecked) @usableFromInline var registrationIndex: RegistrationIndex?
     /// The future this one waits for after adopting it without merging, or, compressed by cycle
@@ -48,12 +62,28 @@ final class Extras<Value: Sendable> {
     /// the registration it borrowed on its upstream. A future that merged nothing is a set of one.
     @exclusivity(unchecked) @usableFromInline var merge = MergeSet<Value>()
 
-    @usableFromInline init() {}
+    @usableFromInline init() { super.init(ofCompleted: false) }
 
-    /// Whether freeing this box may free a chain of futures (see ``FutureStorage``'s deinit).
-    @inlinable var mayHoldChain: Bool {
+    @usableFromInline override var mayHoldChain: Bool {
         merge.mayHoldChain || onDemand != nil || onProgressDemand != nil || completionToken != nil
     }
+}
+
+/// The rare state of a completed future, made on these paths only:
+/// - callbacks registered while its drain runs (see ``FutureStorage/drain()``), which the drain
+///   owner takes after its current batch;
+/// - ended cancelled (or failed as a member of a cycle) after its producer handed the right to
+///   complete on, it keeps who held that right (see ``FutureStorage/keepLocked(_:completer:)``);
+/// - split, it keeps its forwards: the producer of a future merged into it still completes
+///   through its link.
+@usableFromInline
+final class CompletedExtras<Value: Sendable>: RareState {
+    @exclusivity(unchecked) @usableFromInline var lateCallbacks = CallbackList<Value>()
+    @exclusivity(unchecked) @usableFromInline var forward: MergeForwards<Value>?
+
+    @usableFromInline init() { super.init(ofCompleted: true) }
+
+    @usableFromInline override var mayHoldChain: Bool { forward != nil }
 }
 
 /// Holds a future's outcome. It is a generic base class whose parameter is the outcome's own type
@@ -126,7 +156,31 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         assert(phase == .linked, "only a linked future has a link depth")
         return state.linkDepth
     }
-    @exclusivity(unchecked) @usableFromInline final var extras: Extras<Value>?
+    /// The rare state of this future's phase, if it has any (see ``RareState``).
+    @exclusivity(unchecked) @usableFromInline final var rare: RareState?
+    /// The rare state of this pending future; `nil` if it has none, or is not pending. Set to a
+    /// new box or `nil` only while pending, or to detach the box as the future completes.
+    @inlinable final var extras: PendingExtras<Value>? {
+        @inline(__always) get {
+            guard let rare, !rare.ofCompleted else { return nil }
+            return unsafeDowncast(rare, to: PendingExtras<Value>.self)
+        }
+        @inline(__always) set {
+            assert(rare == nil || !rare!.ofCompleted, "replaced a completed future's rare state")
+            rare = newValue
+        }
+    }
+    /// The rare state of this completed future, if it has any.
+    @inlinable final var completedExtras: CompletedExtras<Value>? {
+        guard let rare, rare.ofCompleted else { return nil }
+        return unsafeDowncast(rare, to: CompletedExtras<Value>.self)
+    }
+    /// The forwards of the splits made of this future's merge set, which it keeps once completed.
+    @inlinable final var splitForwards: MergeForwards<Value>? {
+        guard let rare else { return nil }
+        if rare.ofCompleted { return unsafeDowncast(rare, to: CompletedExtras<Value>.self).forward }
+        return unsafeDowncast(rare, to: PendingExtras<Value>.self).merge.forward
+    }
     /// The future this one consumes (its source, or the future it waits on after adopting it), to
     /// withdraw from when this one is cancelled; released when this one completes.
     ///
@@ -187,16 +241,13 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         // extras box (producer cancellation handlers, a deferred future's work, a join's progress
         // source) the futures they were made for, such as a join's members: release them in a
         // loop, not by recursion.
-        let extrasMayHoldChain = extras?.mayHoldChain ?? false
+        let extrasMayHoldChain = rare?.mayHoldChain ?? false
         guard mayHoldChain || extrasMayHoldChain else { return }
         DeferredRelease.release {
             var next: (any ConsumerSource)? = nil  // the link, or the upstream of a pending future
             swap(&next, &upstream)
-            var box: AnyObject? = nil  // the extras box, with what it holds
-            if extrasMayHoldChain {
-                box = extras
-                extras = nil
-            }
+            var box: AnyObject? = nil  // the rare state's box, with what it holds
+            if extrasMayHoldChain { box = rare.take() }
             // Without generic types for a link (it has no callbacks, and is the usual case here):
             // boxing a tuple that holds a `CallbackList<Value>` asks the runtime for its metadata.
             if phase == .linked { return (next, box) as Any }
@@ -211,15 +262,24 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// too and has the same identity, it is `origin`.
     @inlinable
     final func accepts(_ origin: AnyObject) -> Bool {
-        guard let extras, let completer = extras.completer else { return origin === self }
-        return completer == ObjectIdentifier(origin) && extras.completerObject != nil
+        guard let rare, let completer = rare.completer else { return origin === self }
+        return completer == ObjectIdentifier(origin) && rare.completerObject != nil
     }
 
     /// The extras box, created if needed (caller holds the lock).
-    @inlinable final var ensureExtras: Extras<Value> {
+    @inlinable final var ensureExtras: PendingExtras<Value> {
         if let extras { return extras }
-        let created = Extras<Value>()
+        let created = PendingExtras<Value>()
         extras = created
+        return created
+    }
+
+    /// The rare state of this completed future, created if needed (caller holds the lock).
+    @inlinable final var ensureCompletedExtras: CompletedExtras<Value> {
+        if let completedExtras { return completedExtras }
+        assert(rare == nil, "a completed future kept a pending future's rare state")
+        let created = CompletedExtras<Value>()
+        rare = created
         return created
     }
 }

@@ -139,7 +139,7 @@ extension FutureStorage {
     @inlinable
     final func nextInWalkLocked(depth: Int32) -> (FutureStorage<Value>, depth: Int32)? {
         if phase == .linked { return (link!, depth + linkDepth) }
-        guard let forward = extras?.merge.forward, let entry = forward.entry(at: depth) else { return nil }
+        guard let forward = splitForwards, let entry = forward.entry(at: depth) else { return nil }
         return (entry.target, entry.depth)
     }
 
@@ -268,7 +268,7 @@ extension FutureStorage {
     /// A walk that tracks its path takes a forward from `node` (locked), `depth` below it.
     @inline(__always)
     private static func noteForward(from node: FutureStorage<Value>, depth: Int32, _ path: inout ForwardPath) {
-        guard let entry = node.extras?.merge.forward?.entry(at: depth) else { return }
+        guard let entry = node.splitForwards?.entry(at: depth) else { return }
         let next = entry.next == Int32.max ? Int64.max : Int64(entry.next)
         if path.forwards == 0 {
             path.head = node
@@ -293,12 +293,12 @@ extension FutureStorage {
         let head = unsafeDowncast(found, to: FutureStorage<Value>.self)
         // Where `state`'s part ends: the holder's next threshold after `depth` (its shallowest
         // before this split), in the head's depths.
-        let next = LockTable.withLock(holder) { holder.extras?.merge.forward?.entry(at: depth)?.next ?? Int32.max }
+        let next = LockTable.withLock(holder) { holder.splitForwards?.entry(at: depth)?.next ?? Int32.max }
         var end = path.reach
         if next != Int32.max { end = min(end, Int64(path.headDepth) - Int64(depth) + Int64(next)) }
         guard end == path.headEnd else { return }
         let lock = LockTable.acquire(head)
-        if head.phase != .linked, let forward = head.extras?.merge.forward { forward.addSplitBelow(at: path.headDepth, target: state) }
+        if head.phase != .linked, let forward = head.splitForwards { forward.addSplitBelow(at: path.headDepth, target: state) }
         LockTable.release(lock)
     }
 

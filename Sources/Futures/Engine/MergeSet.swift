@@ -46,7 +46,7 @@ struct MergeSet<Value: Sendable> {
     /// Always inlined into the storage's merge: the merge runs unspecialised in clients, where
     /// calling a method of a generic value type would look up the type's metadata at every call.
     @inline(__always)
-    mutating func absorb(_ target: Extras<Value>?, callbacks: inout CallbackList<Value>, at depth: Int32, key: RegistrationKey) {
+    mutating func absorb(_ target: PendingExtras<Value>?, callbacks: inout CallbackList<Value>, at depth: Int32, key: RegistrationKey) {
         precondition(forward == nil, "merged into a split set")
         assert(depth == self.depth + 1, "a merge below the next level of the set")
         if let target {

@@ -35,7 +35,7 @@ extension FutureStorage {
             return .idle  // every callback registered before this one has run
         case .appendLate:
             // The drain owner reads `callbacks` without the lock; it takes these next.
-            ensureExtras.lateCallbacks.append(entry.take()!)
+            ensureCompletedExtras.lateCallbacks.append(entry.take()!)
             return .done
         }
     }
@@ -77,7 +77,7 @@ extension FutureStorage {
         case .impossible:
             unexpected("restarted the drain of a future that is not completed")
         case .appendLate:
-            ensureExtras.lateCallbacks.append(callback)
+            ensureCompletedExtras.lateCallbacks.append(callback)
             return false
         case .appendAndDrain:
             callbacks.append(callback)  // registrations after this one, from any thread, queue behind it
@@ -178,7 +178,7 @@ extension FutureStorage {
         if work.cancelled, upstream != nil { (work.withdrawal, work.key) = departure }
         swap(&work.upstream, &upstream)
         if let extras {
-            work.extras = self.extras.take()  // moved out: released after the unlock
+            work.extras = rare.take()  // moved out: released after the unlock
             let keepsCompleter = extras.completer != nil && !outcome.isSuccess && Self.endsAsWithdrawal(outcome)
             if keepsCompleter || extras.merge.forward != nil { keepLocked(extras, completer: keepsCompleter) }
         }
@@ -213,8 +213,8 @@ extension FutureStorage {
         }
     }
 
-    /// What a completed future keeps of its extras, in a box of its own, allocated on these rare
-    /// paths only:
+    /// What a completed future keeps of its pending rare state, in a ``CompletedExtras``, made on
+    /// these rare paths only:
     /// - ended cancelled (or failed as a member of a cycle) after its producer handed the right to
     ///   complete on (an adopter waiting on a future with other consumers, then cancelled), it
     ///   keeps who held that right (`completer`). A later `complete(with:)` from the producer is
@@ -223,14 +223,14 @@ extension FutureStorage {
     /// - split, it keeps its forward: the producer of a future merged into it still completes
     ///   through its link.
     @usableFromInline @inline(never)
-    final func keepLocked(_ old: Extras<Value>, completer: Bool) {
-        let kept = Extras<Value>()
+    final func keepLocked(_ old: PendingExtras<Value>, completer: Bool) {
+        let kept = CompletedExtras<Value>()
         if completer {
             kept.completer = old.completer
             kept.completerObject = old.completerObject
         }
-        kept.merge.forward = old.merge.forward
-        extras = kept
+        kept.forward = old.merge.forward
+        rare = kept
     }
 
     /// Between two batches of this future's drain: takes the callbacks registered while the last
@@ -239,11 +239,11 @@ extension FutureStorage {
     final func takeLateCallbacksLocked(into batch: inout CallbackList<Value>) -> Bool {
         assertLocked()
         defer { checkInvariants() }
-        switch state.endBatch(hasLate: !(extras?.lateCallbacks.isEmpty ?? true)) {
+        switch state.endBatch(hasLate: !(completedExtras?.lateCallbacks.isEmpty ?? true)) {
         case .impossible: unexpected("a drain batch of a future nobody drains")
         case .idle: return false
         case .nextBatch:
-            swap(&batch, &extras!.lateCallbacks)
+            swap(&batch, &completedExtras!.lateCallbacks)
             return true
         }
     }
@@ -505,7 +505,7 @@ extension FutureStorage {
     final func adoptNeverLocked() {
         assertLocked()
         guard state.adopterEdge() == .proceed else { unexpected("adopted never into a future that is not pending") }
-        ensureExtras.completer = Extras<Value>.nobody
+        ensureExtras.completer = RareState.nobody
         immortal = true
         checkInvariants()
     }
@@ -557,6 +557,7 @@ extension FutureStorage {
         precondition(consumers >= 0, "a future counts fewer than zero consumers")
         switch phase {
         case .pending:
+            precondition(!(rare?.ofCompleted ?? false), "a pending future holds a completed future's rare state")
             if let extras {
                 extras.merge._checkInvariantsNow()
                 // One weight per depth of the merge set, and one more in a future whose deepest
@@ -568,19 +569,20 @@ extension FutureStorage {
                 )
             }
         case .completed:
+            precondition(rare?.ofCompleted ?? true, "a completed future holds a pending future's rare state")
             precondition(upstream == nil, "a completed future keeps its upstream")
             precondition(!mayHoldChain, "a completed future may hold a chain")
             // While draining, `callbacks` belongs to the drain owner: not read here.
             if !draining {
                 precondition(callbacks.isEmpty, "an idle completed future holds callbacks")
-                precondition(extras?.lateCallbacks.isEmpty ?? true, "an idle completed future holds late callbacks")
+                precondition(completedExtras?.lateCallbacks.isEmpty ?? true, "an idle completed future holds late callbacks")
             }
         case .linked:
             precondition(upstream != nil, "a linked future has no link")
-            precondition(callbacks.isEmpty && extras == nil, "a linked future keeps state of its own")
+            precondition(callbacks.isEmpty && rare == nil, "a linked future keeps state of its own")
             precondition(state.linkDepth > 0, "a linked future has no depth below its link")
         case .never:
-            precondition(callbacks.isEmpty && upstream == nil && !draining, "never holds state")
+            precondition(callbacks.isEmpty && upstream == nil && !draining && rare == nil, "never holds state")
         }
     }
 }

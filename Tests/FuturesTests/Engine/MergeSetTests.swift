@@ -23,7 +23,7 @@ struct MergeSetTests {
         let log = Log()
         let owner = Owner()
         var root = MergeSet<Int>()
-        let target = Extras<Int>()
+        let target = PendingExtras<Int>()
         target.merge.cancelHandlers.add(depth: 0, run: log.handler("target's producer"))
         var callbacks = CallbackList<Int>()
         callbacks.append(log.entry("first"))
@@ -35,7 +35,7 @@ struct MergeSetTests {
         #expect(root.observerCount == 2 && callbacks.isEmpty)
         #expect(root.upstreamKey == RegistrationKey(owner))
         // A second merge at the next level keeps the registration the set borrowed first.
-        let next = Extras<Int>()
+        let next = PendingExtras<Int>()
         let borrowed = Owner()
         next.merge.upstreamKey = RegistrationKey(borrowed)
         var none = CallbackList<Int>()
@@ -55,7 +55,7 @@ struct MergeSetTests {
         var set = MergeSet<Int>()
         // Four levels merged one by one from the top, each with a handler and an observer.
         for level: Int32 in 1...4 {
-            let target = Extras<Int>()
+            let target = PendingExtras<Int>()
             target.merge.cancelHandlers.add(depth: 0, run: log.handler("handler \(level)"))
             var callbacks = CallbackList<Int>()
             callbacks.append(log.entry("observer \(level)"))
@@ -127,7 +127,7 @@ struct MergeSetTests {
     @Test func aMergeTakesTheTargetsForwardTableOverWithoutCopyingIt() throws {
         let split = FutureStorage<Int>()
         let table = MergeForwards<Int>(depth: 3, target: split)
-        let target = Extras<Int>()
+        let target = PendingExtras<Int>()
         target.merge.depth = 2
         target.merge.forward = table
         var root = MergeSet<Int>()
