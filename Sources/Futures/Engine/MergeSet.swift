@@ -442,10 +442,11 @@ struct CancelHandler: Leveled {
 /// and an array of a generic class would ask the runtime for its metadata.
 @usableFromInline
 final class MergeForwards<Value: Sendable> {
-    @usableFromInline var shallowDepths: [Int32]
-    @usableFromInline var shallowTargets: [AnyObject]
-    @usableFromInline var deepDepths: [Int32] = []
-    @usableFromInline var deepTargets: [AnyObject] = []
+    /// Splits of the owner itself, deepest first (one array of pairs: a table starts with one
+    /// allocation, not one per field).
+    @usableFromInline var shallow: [ForwardEntry]
+    /// Splits recorded from further down, shallowest first.
+    @usableFromInline var deep: [ForwardEntry] = []
     /// What every stored threshold is less: a future that adopts the owner by merging takes the
     /// table over, deeper by the depth it merged at, without rewriting a threshold (a chain built
     /// from the bottom up, split at every level as it grows, would otherwise copy the whole table
@@ -453,8 +454,7 @@ final class MergeForwards<Value: Sendable> {
     @usableFromInline var shift: Int32 = 0
 
     @usableFromInline init(depth: Int32, target: FutureStorage<Value>) {
-        shallowDepths = [depth]
-        shallowTargets = [target]
+        shallow = [ForwardEntry(depth: depth, target: target)]
     }
 
     /// Takes the table over `shift` deeper: the owner merged into a future that adopted it, and
@@ -465,9 +465,9 @@ final class MergeForwards<Value: Sendable> {
     }
 
     /// The shallowest threshold.
-    @inlinable var shallowest: Int32 { (shallowDepths.last ?? deepDepths[0]) + shift }
+    @inlinable var shallowest: Int32 { (shallow.last ?? deep[0]).depth + shift }
     /// The deepest threshold.
-    @inlinable var deepest: Int32 { (deepDepths.last ?? shallowDepths[0]) + shift }
+    @inlinable var deepest: Int32 { (deep.last ?? shallow[0]).depth + shift }
 
     /// The entry a walk at `depth` below the owner follows: its target, the walk's depth below it,
     /// and the next deeper threshold (`Int32.max` if it is the deepest entry), where the entry's
@@ -475,35 +475,34 @@ final class MergeForwards<Value: Sendable> {
     @inlinable
     func entry(at absolute: Int32) -> (target: FutureStorage<Value>, depth: Int32, next: Int32)? {
         let depth = absolute - shift  // the stored thresholds' scale
-        if let first = deepDepths.first, first <= depth {
+        if let first = deep.first, first.depth <= depth {
             // The last threshold not above `depth` among the deep ones, which ascend.
-            var low = 0, high = deepDepths.count - 1
+            var low = 0, high = deep.count - 1
             while low < high {
                 let middle = (low + high + 1) / 2
-                if deepDepths[middle] <= depth { low = middle } else { high = middle - 1 }
+                if deep[middle].depth <= depth { low = middle } else { high = middle - 1 }
             }
-            let target = unsafeDowncast(deepTargets[low], to: FutureStorage<Value>.self)
-            let next = low + 1 < deepDepths.count ? deepDepths[low + 1] + shift : Int32.max
-            return (target, depth - deepDepths[low], next)
+            let target = unsafeDowncast(deep[low].target, to: FutureStorage<Value>.self)
+            let next = low + 1 < deep.count ? deep[low + 1].depth + shift : Int32.max
+            return (target, depth - deep[low].depth, next)
         }
-        guard let shallowest = shallowDepths.last, shallowest <= depth else { return nil }
+        guard let shallowest = shallow.last, shallowest.depth <= depth else { return nil }
         // The first threshold not above `depth` among the shallow ones, which descend.
-        var low = 0, high = shallowDepths.count - 1
+        var low = 0, high = shallow.count - 1
         while low < high {
             let middle = (low + high) / 2
-            if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
+            if shallow[middle].depth <= depth { high = middle } else { low = middle + 1 }
         }
-        let target = unsafeDowncast(shallowTargets[low], to: FutureStorage<Value>.self)
-        let next = low > 0 ? shallowDepths[low - 1] + shift : deepDepths.first.map { $0 + shift } ?? Int32.max
-        return (target, depth - shallowDepths[low], next)
+        let target = unsafeDowncast(shallow[low].target, to: FutureStorage<Value>.self)
+        let next = low > 0 ? shallow[low - 1].depth + shift : deep.first.map { $0.depth + shift } ?? Int32.max
+        return (target, depth - shallow[low].depth, next)
     }
 
     /// Records a split of the owner at `depth`, shallower than every threshold.
     @usableFromInline
     func addSplit(at depth: Int32, target: FutureStorage<Value>) {
         precondition(depth < shallowest, "a split below a threshold of the future that splits")
-        shallowDepths.append(depth - shift)
-        shallowTargets.append(target)
+        shallow.append(ForwardEntry(depth: depth - shift, target: target))
         _checkInvariants()
     }
 
@@ -514,31 +513,28 @@ final class MergeForwards<Value: Sendable> {
         defer { _checkInvariants() }
         let depth = absolute - shift  // the stored thresholds' scale
         if absolute > deepest {
-            deepDepths.append(depth)
-            deepTargets.append(target)
+            deep.append(ForwardEntry(depth: depth, target: target))
             return
         }
         guard absolute > shallowest else { return }
-        if let first = deepDepths.first, depth >= first {
+        if let first = deep.first, depth >= first.depth {
             // The first deep threshold not below `depth` (there is one: `depth` is not the deepest).
-            var low = 0, high = deepDepths.count - 1
+            var low = 0, high = deep.count - 1
             while low < high {
                 let middle = (low + high) / 2
-                if deepDepths[middle] >= depth { high = middle } else { low = middle + 1 }
+                if deep[middle].depth >= depth { high = middle } else { low = middle + 1 }
             }
-            guard deepDepths[low] != depth else { return }
-            deepDepths.insert(depth, at: low)
-            deepTargets.insert(target, at: low)
+            guard deep[low].depth != depth else { return }
+            deep.insert(ForwardEntry(depth: depth, target: target), at: low)
         } else {
             // The first shallow threshold not above `depth` (there is one: the shallowest).
-            var low = 0, high = shallowDepths.count - 1
+            var low = 0, high = shallow.count - 1
             while low < high {
                 let middle = (low + high) / 2
-                if shallowDepths[middle] <= depth { high = middle } else { low = middle + 1 }
+                if shallow[middle].depth <= depth { high = middle } else { low = middle + 1 }
             }
-            guard shallowDepths[low] != depth else { return }
-            shallowDepths.insert(depth, at: low)
-            shallowTargets.insert(target, at: low)
+            guard shallow[low].depth != depth else { return }
+            shallow.insert(ForwardEntry(depth: depth, target: target), at: low)
         }
     }
 
@@ -549,17 +545,30 @@ final class MergeForwards<Value: Sendable> {
     @inlinable @inline(__always)
     func _checkInvariants() {
         #if DEBUG
-        precondition(shallowDepths.count == shallowTargets.count && deepDepths.count == deepTargets.count)
-        precondition(!shallowDepths.isEmpty || !deepDepths.isEmpty, "an empty forward table")
-        func ordered(_ depths: [Int32], _ before: (Int32, Int32) -> Bool) -> Bool {
-            let checked = depths.count <= 64 ? depths[...] : depths.suffix(2)
-            return zip(checked, checked.dropFirst()).allSatisfy { before($0, $1) }
+        precondition(!shallow.isEmpty || !deep.isEmpty, "an empty forward table")
+        func ordered(_ entries: [ForwardEntry], _ before: (Int32, Int32) -> Bool) -> Bool {
+            let checked = entries.count <= 64 ? entries[...] : entries.suffix(2)
+            return zip(checked, checked.dropFirst()).allSatisfy { before($0.depth, $1.depth) }
         }
-        precondition(ordered(shallowDepths, >), "shallow thresholds out of order")
-        precondition(ordered(deepDepths, <), "deep thresholds out of order")
-        if let shallow = shallowDepths.first, let deep = deepDepths.first { precondition(shallow < deep, "a shallow threshold below a deep one") }
+        precondition(ordered(shallow, >), "shallow thresholds out of order")
+        precondition(ordered(deep, <), "deep thresholds out of order")
+        if let shallow = shallow.first, let deep = deep.first { precondition(shallow.depth < deep.depth, "a shallow threshold below a deep one") }
         precondition(shallowest > 0, "a threshold at the owner's own depth")
         #endif
+    }
+}
+
+/// An entry of a ``MergeForwards`` table: a threshold (less the table's `shift`) and the future
+/// that holds the state from there. Not nested in the generic table: a nested type is generic too,
+/// and the walk, which runs unspecialised, would look up the metadata of an array of it.
+@usableFromInline
+struct ForwardEntry {
+    @usableFromInline var depth: Int32
+    @usableFromInline var target: AnyObject
+
+    @inlinable init(depth: Int32, target: AnyObject) {
+        self.depth = depth
+        self.target = target
     }
 }
 
