@@ -169,4 +169,7 @@ struct CompletionWork {
 
 /// An object whose only job is to be a completer's identity (a timeout's, for instance, or an
 /// adopter's while it waits).
-final class CompleterToken: Sendable {}
+@usableFromInline
+final class CompleterToken: Sendable {
+    @usableFromInline init() {}
+}

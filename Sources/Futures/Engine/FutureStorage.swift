@@ -12,12 +12,16 @@ class RareState {
     @usableFromInline let ofCompleted: Bool
 
     /// Who may complete the future: `nil` for itself (its promise or internal completer), else the
-    /// identity of the object it handed that right to (the future it adopted, a timer), which must
-    /// also still be alive (`completerObject`): an identity alone could be reused by a new object at
-    /// the same address. `RareState.nobody` means nothing may complete it (it adopted `never`).
-    /// Cancellation is always allowed.
+    /// identity of the object it handed that right to (the future it adopted, a timer's or a
+    /// waiting adopter's token), which must also still be alive: an identity alone could be reused
+    /// by a new object at the same address. A future is held weakly (`completerObject`: it may hold
+    /// this one); a ``CompleterToken`` strongly (`completerToken`: it holds nothing, and a weak
+    /// reference would give it a side table, an allocation and slower reference counting).
+    /// `RareState.nobody` means nothing may complete it (it adopted `never`). Cancellation is
+    /// always allowed.
     @exclusivity(unchecked) @usableFromInline final var completer: ObjectIdentifier?
     @exclusivity(unchecked) @usableFromInline final weak var completerObject: AnyObject?
+    @exclusivity(unchecked) @usableFromInline final var completerToken: CompleterToken?
 
     /// The completer of a future that adopted `never`: a metatype's identity, which no heap object
     /// (and so no origin) can ever have.
@@ -29,8 +33,25 @@ class RareState {
     @inlinable
     final func handCompletion(to object: AnyObject) {
         completer = ObjectIdentifier(object)
-        completerObject = object
+        if let token = object as? CompleterToken {
+            completerToken = token
+            completerObject = nil
+        } else {
+            completerObject = object
+            completerToken = nil
+        }
     }
+
+    /// Takes over who may complete the future from `other` (caller holds both owners' locks).
+    @inlinable
+    final func takeCompleter(of other: RareState) {
+        completer = other.completer
+        completerObject = other.completerObject
+        completerToken = other.completerToken
+    }
+
+    /// Whether the object that may complete the future (if it is not the future itself) is alive.
+    @inlinable final var completerIsAlive: Bool { completerToken != nil || completerObject != nil }
 
     /// Whether freeing this box may free a chain of futures (see ``FutureStorage``'s deinit).
     @usableFromInline var mayHoldChain: Bool { false }
@@ -263,7 +284,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     @inlinable
     final func accepts(_ origin: AnyObject) -> Bool {
         guard let rare, let completer = rare.completer else { return origin === self }
-        return completer == ObjectIdentifier(origin) && rare.completerObject != nil
+        return completer == ObjectIdentifier(origin) && rare.completerIsAlive
     }
 
     /// The extras box, created if needed (caller holds the lock).

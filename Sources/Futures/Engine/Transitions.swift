@@ -225,10 +225,7 @@ extension FutureStorage {
     @usableFromInline @inline(never)
     final func keepLocked(_ old: PendingExtras<Value>, completer: Bool) {
         let kept = CompletedExtras<Value>()
-        if completer {
-            kept.completer = old.completer
-            kept.completerObject = old.completerObject
-        }
+        if completer { kept.takeCompleter(of: old) }
         kept.forward = old.merge.forward
         rare = kept
     }
@@ -351,9 +348,8 @@ extension FutureStorage {
             unexpected("merged a future that has registrants, or into one that is not pending")
         }
         let extras = ensureExtras
-        if let targetExtras = target.extras, let completer = targetExtras.completer {
-            extras.completer = completer
-            extras.completerObject = targetExtras.completerObject
+        if let targetExtras = target.extras, targetExtras.completer != nil {
+            extras.takeCompleter(of: targetExtras)
         } else {
             extras.handCompletion(to: target)
         }
@@ -403,8 +399,7 @@ extension FutureStorage {
             unexpected("split a future that is not pending, or below its deepest merged future")
         }
         let moved = state.ensureExtras
-        moved.completer = extras.completer
-        moved.completerObject = extras.completerObject
+        moved.takeCompleter(of: extras)
         moved.waitingOn = extras.waitingOn
         // The observers registered on the future `state` now is become its own callbacks.
         moved.merge = extras.merge.split(at: depth, key: RegistrationKey(self), own: &state.callbacks)
