@@ -29,17 +29,20 @@ class RareState {
 
     @usableFromInline init(ofCompleted: Bool) { self.ofCompleted = ofCompleted }
 
-    /// Hands the right to complete to `object` (caller holds the owner's lock).
+    /// Hands the right to complete to `object`, held weakly (caller holds the owner's lock).
     @inlinable
     final func handCompletion(to object: AnyObject) {
         completer = ObjectIdentifier(object)
-        if let token = object as? CompleterToken {
-            completerToken = token
-            completerObject = nil
-        } else {
-            completerObject = object
-            completerToken = nil
-        }
+        completerObject = object
+        completerToken = nil
+    }
+
+    /// Hands the right to complete to `token`, held strongly (caller holds the owner's lock).
+    @inlinable
+    final func handCompletion(to token: CompleterToken) {
+        completer = ObjectIdentifier(token)
+        completerToken = token
+        if completerObject != nil { completerObject = nil }
     }
 
     /// Takes over who may complete the future from `other` (caller holds both owners' locks).
@@ -281,8 +284,16 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// Whether a completion coming from `origin` may complete this pending future (caller holds
     /// the lock). `origin` is alive (the caller holds it), so if the recorded completer is alive
     /// too and has the same identity, it is `origin`.
-    @inlinable
+    @inlinable @inline(__always)
     final func accepts(_ origin: AnyObject) -> Bool {
+        // Inline and without a retain on the usual path: no rare state, so no completer.
+        guard rare != nil else { return origin === self }
+        return acceptsThroughCompleter(origin)
+    }
+
+    /// ``accepts(_:)`` for a future with rare state, out of line.
+    @usableFromInline @inline(never)
+    final func acceptsThroughCompleter(_ origin: AnyObject) -> Bool {
         guard let rare, let completer = rare.completer else { return origin === self }
         return completer == ObjectIdentifier(origin) && rare.completerIsAlive
     }
