@@ -8,7 +8,9 @@ import Testing
 /// registrant still hears a cancellation and a producer's cancel handler still runs; the price is
 /// that such a structure nobody references is not freed (known issues below, found by attacks: a
 /// fix must not lose a cancellation, a cancel handler, a completion token's handlers or a timeout,
-/// which a first attempt did).
+/// which a first attempt did; nor, once the producer is gone, a cancellation through a handle or
+/// the last consumer leaving, which reaches registrants nobody references: see the tests after
+/// `aProducersCancelHandlerStillHearsAnEarlyConsumerLeave`).
 @Suite("Futures that become immortal")
 struct ImmortalityTests {
     final class Captured: Sendable {}
@@ -105,6 +107,85 @@ struct ImmortalityTests {
         do {
             let promise = Promise<Int>()
             promise.onCancel { heard.withLock { $0 = true } }
+            consumer = promise.future.map(on: .immediate) { $0 }
+            #expect(promise.complete(with: Future<Int>.never))
+        }
+        #expect(consumer.cancel())
+        #expect(heard.withLock { $0 })
+    }
+
+    // What a fix must also keep: the promise of the future that adopted `never` is released in
+    // each test below, and still something can cancel that future (a handle on it or on a future
+    // derived from it, or its last consumer leaving), and a registrant nobody references hears it.
+    // So the release of the promise does not mean the future's strong edges to what registered
+    // before may go: any `Future` handle may cancel it, and nothing tells the engine when the last
+    // handle is gone.
+
+    /// A handle kept on the future cancels it after its promise was released, and a consumer
+    /// derived before the adoption, which nobody references, hears it.
+    @Test func aHandleStillCancelsAnUnreferencedEarlyConsumer() {
+        let heard = Mutex(false)
+        let future: Future<Int>
+        do {
+            let promise = Promise<Int>()
+            future = promise.future
+            future.map(on: .immediate) { $0 + 1 }.whenComplete(on: .immediate) { outcome in
+                heard.withLock { $0 = outcome.isCancelled }
+            }
+            #expect(promise.complete(with: Future<Int>.never))
+        }
+        #expect(future.cancel())
+        #expect(heard.withLock { $0 })
+    }
+
+    /// The waiter shape: an adopter that waits on the future, and whose promise and handles are
+    /// released, still hears a cancellation through a handle kept on what it waits on.
+    @Test func aHandleStillCancelsAnUnreferencedEarlyWaiter() {
+        let heard = Mutex(false)
+        let inner: Future<Int>
+        let consumer: Future<Int>
+        do {
+            let outer = Promise<Int>()
+            let innerPromise = Promise<Int>()
+            inner = innerPromise.future
+            consumer = inner.map(on: .immediate) { $0 }  // so that `outer` waits instead of merging
+            outer.future.whenComplete(on: .immediate) { outcome in heard.withLock { $0 = outcome.isCancelled } }
+            #expect(outer.complete(with: inner))
+            #expect(innerPromise.complete(with: Future<Int>.never))
+        }
+        #expect(inner.cancel())
+        #expect(consumer.outcome?.isCancelled == true)
+        #expect(heard.withLock { $0 })
+    }
+
+    /// A handle on the first of two maps, both derived before the adoption, cancels it, and the
+    /// second, which nobody references, hears it.
+    @Test func aHandleOnAnEarlyConsumerReachesTheConsumersDerivedFromIt() {
+        let heard = Mutex(false)
+        let first: Future<Int>
+        do {
+            let promise = Promise<Int>()
+            first = promise.future.map(on: .immediate) { $0 }
+            first.map(on: .immediate) { $0 }.whenComplete(on: .immediate) { outcome in
+                heard.withLock { $0 = outcome.isCancelled }
+            }
+            #expect(promise.complete(with: Future<Int>.never))
+        }
+        #expect(first.cancel())
+        #expect(heard.withLock { $0 })
+    }
+
+    /// An `observe()` branch made before the adoption, which nobody references, hears the future
+    /// cancelled when its last consumer leaves (a branch is no consumer: it does not keep the
+    /// future from being cancelled).
+    @Test func anUnreferencedEarlyBranchHearsTheLastConsumerLeave() {
+        let heard = Mutex(false)
+        let consumer: Future<Int>
+        do {
+            let promise = Promise<Int>()
+            promise.future.observe().whenComplete(on: .immediate) { outcome in
+                heard.withLock { $0 = outcome.isCancelled }
+            }
             consumer = promise.future.map(on: .immediate) { $0 }
             #expect(promise.complete(with: Future<Int>.never))
         }
