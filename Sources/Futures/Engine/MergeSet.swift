@@ -442,16 +442,20 @@ struct CancelHandler: Leveled {
 /// and an array of a generic class would ask the runtime for its metadata.
 @usableFromInline
 final class MergeForwards<Value: Sendable> {
+    // Every field is guarded by the stripe lock of the future that holds the table (splits happen
+    // with the adoption gate held exclusively too), like that future's own fields, so the runtime
+    // exclusivity check is turned off here too: it cost a walk more than its binary search.
+
     /// Splits of the owner itself, deepest first (one array of pairs: a table starts with one
     /// allocation, not one per field).
-    @usableFromInline var shallow: [ForwardEntry]
+    @exclusivity(unchecked) @usableFromInline var shallow: [ForwardEntry]
     /// Splits recorded from further down, shallowest first.
-    @usableFromInline var deep: [ForwardEntry] = []
+    @exclusivity(unchecked) @usableFromInline var deep: [ForwardEntry] = []
     /// What every stored threshold is less: a future that adopts the owner by merging takes the
     /// table over, deeper by the depth it merged at, without rewriting a threshold (a chain built
     /// from the bottom up, split at every level as it grows, would otherwise copy the whole table
     /// at every merge).
-    @usableFromInline var shift: Int32 = 0
+    @exclusivity(unchecked) @usableFromInline var shift: Int32 = 0
 
     @usableFromInline init(depth: Int32, target: FutureStorage<Value>) {
         shallow = [ForwardEntry(depth: depth, target: target)]
