@@ -97,7 +97,7 @@ extension FutureStorage {
     /// - Returns: `nil` if the future is not pending or `origin` may not complete it; otherwise the
     ///   registration on the upstream to withdraw (`nil` inside if there is none).
     @usableFromInline
-    final func reserveLeavingUpstream(for newCompleter: AnyObject, from origin: AnyObject) -> UpstreamLink?? {
+    final func reserveLeavingUpstream(for newCompleter: CompleterToken, from origin: AnyObject) -> UpstreamLink?? {
         var detached: (any ConsumerSource)? = nil  // released after the lock, unless returned
         defer { releaseOutsideLock(detached) }
         var unfollow = false

@@ -301,6 +301,8 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// The extras box, created if needed (caller holds the lock).
     @inlinable final var ensureExtras: PendingExtras<Value> {
         if let extras { return extras }
+        // A completed future's box would be replaced (and its late callbacks or forwards lost).
+        precondition(phase == .pending, "gave a future that is not pending a pending future's rare state")
         let created = PendingExtras<Value>()
         extras = created
         return created

@@ -251,7 +251,7 @@ extension FutureStorage {
     /// there is none).
     @inlinable
     final func handOverLocked(
-        to newCompleter: AnyObject,
+        to newCompleter: CompleterToken,
         from origin: AnyObject,
         detaching detached: inout (any ConsumerSource)?,
         unfollow: inout Bool
