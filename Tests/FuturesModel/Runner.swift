@@ -284,24 +284,39 @@ public final class ModelRun: @unchecked Sendable {
     /// Calls `wait` with a deadline `settleTimeout` from now, and again while Swift concurrency's
     /// pool is too busy to start a task (other tests may hold all its threads for a minute): the
     /// library's timers on custom clocks fire in tasks, so the time the library gets is counted
-    /// from when the pool is free. Gives up after ten minutes of a starved pool.
+    /// from when the pool is free. The pool may fill up after a first look found it free (under
+    /// ThreadSanitizer other tests' synchronous bodies can hold both of a 2-core pool's threads for
+    /// longer than `settleTimeout`), so when the time runs out the pool is probed again, and a pool
+    /// that cannot start the new probe at once gets the time again. Gives up after ten minutes.
     private func patiently(_ wait: (Date) -> Bool) -> Bool {
         let asked = Date()
-        let started = Locked<Date?>(nil)
-        Task.detached { started.withLock { $0 = Date() } }
+        var probe = Self.probePool()
         var deadline = asked.addingTimeInterval(settleTimeout)
+        var probedAgainAt: Date? = nil
         while !wait(deadline) {
-            if let started = started.withLock({ $0 }) {
+            if Date().timeIntervalSince(asked) > 600 { return false }
+            if let started = probe.withLock({ $0 }) {
                 let allowed = started.addingTimeInterval(settleTimeout)
-                if allowed <= deadline { return false }
-                deadline = allowed
-            } else if Date().timeIntervalSince(asked) > 600 {
-                return false
-            } else {
-                deadline = Date().addingTimeInterval(1)
+                if allowed > deadline {
+                    deadline = allowed
+                    continue
+                }
+                // The time since the pool last ran a probe is up. A probe the pool started within a
+                // second of being asked, with the time up again, means the library had its time.
+                if let again = probedAgainAt, started.timeIntervalSince(again) < 1 { return false }
+                probe = Self.probePool()
+                probedAgainAt = Date()
             }
+            deadline = Date().addingTimeInterval(1)
         }
         return true
+    }
+
+    /// Starts a task that records when the pool ran it.
+    private static func probePool() -> Locked<Date?> {
+        let started = Locked<Date?>(nil)
+        Task.detached { started.withLock { $0 = Date() } }
+        return started
     }
 
     /// Waits until the library has done everything the model says the step did, then compares.
