@@ -185,14 +185,6 @@ struct CallbackList<Value: Sendable> {
         for entry in otherRest where entry != nil { append(entry!) }
     }
 
-    @inlinable
-    func run(with outcome: Outcome<Value>) {
-        guard let first else { return }
-        first.run(with: outcome)
-        guard let rest else { return }
-        for entry in rest { entry?.run(with: outcome) }
-    }
-
     /// Runs the entries in order and leaves the list empty; the entries are released when this
     /// returns. The first entry is moved out, not copied, so running it takes no retain.
     @inlinable

@@ -130,14 +130,14 @@ extension FutureStorage {
         var batch = CallbackList<Value>()
         swap(&batch, &callbacks)
         let outcome = storedOutcome
+        // Each batch's entries are released as it ends, outside the lock; the list is left empty.
         batch.runAndEmpty(with: outcome)
         while true {
-            batch = CallbackList()  // released here, outside the lock
             let more = LockTable.withLock(self) { takeLateCallbacksLocked(into: &batch) }
             guard more else { return }
             // Registered after the completion: never in the running job by affinity (an earlier
             // callback for the same executor may be waiting in its queue).
-            Drain.closingAffinity { batch.run(with: outcome) }
+            Drain.closingAffinity { batch.runAndEmpty(with: outcome) }
         }
     }
 }

@@ -42,7 +42,7 @@ class RareState {
     final func handCompletion(to token: CompleterToken) {
         completer = ObjectIdentifier(token)
         completerToken = token
-        if completerObject != nil { completerObject = nil }
+        completerObject = nil  // assigned, not read: reading a weak reference retains its object
     }
 
     /// Takes over who may complete the future from `other` (caller holds both owners' locks).

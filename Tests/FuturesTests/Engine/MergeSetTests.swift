@@ -70,7 +70,7 @@ struct MergeSetTests {
         #expect(below.depth == 1)
         #expect(below.cancelHandlers.map(\.depth) == [0, 1])
         #expect(below.observerCount == 1)
-        own.run(with: .success(0))
+        own.runAndEmpty(with: .success(0))
         #expect(log.take() == ["observer 3"])
         for handler in below.cancelHandlers { handler.run() }
         #expect(log.take() == ["handler 3", "handler 4"])
