@@ -465,6 +465,23 @@ extension FutureStorage: TrackedNode {
         }
     }
 
+    /// The future that holds this one's outcome, if it has completed, found as
+    /// ``observedOutcome`` reads it. Its `storedOutcome` is final then, and is read after the lock
+    /// that saw it complete; unspecialised code that mostly meets pending futures (adoption) finds
+    /// them pending this way without copying an optional outcome, which costs type-metadata
+    /// lookups.
+    final var observedCompletedHolder: FutureStorage<Value>? {
+        // Found as `AnyObject?`: a result type that depends on `Value` would cost those callers a
+        // type-metadata lookup too.
+        let holder: AnyObject? = withState { node in
+            guard node.phase == .completed else { return nil }
+            node.flags |= StorageFlags.observed
+            return node
+        }
+        guard let holder else { return nil }
+        return unsafeDowncast(holder, to: FutureStorage<Value>.self)
+    }
+
     /// Called by the deinit of a tracked future.
     @inline(never)
     final func trackedFutureFreed() {

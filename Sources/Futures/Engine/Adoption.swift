@@ -73,7 +73,7 @@ extension FutureStorage {
         // A completed future (the usual case: `Future(value:)` returned from a `flatMap`) closes no
         // cycle and merges nothing: this future completes with its outcome, as the plan below would
         // decide, without the adoption gate.
-        if let outcome = inner.observedOutcome { return finish(outcome, origin: origin) }
+        if let holder = inner.observedCompletedHolder { return finish(holder.storedOutcome, origin: origin) }
         var root = self  // the adopter's root, once found
         var target = inner  // the future holding `inner`'s state, once found
         var effects = AdoptionEffects()

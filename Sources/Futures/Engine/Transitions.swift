@@ -492,7 +492,9 @@ extension FutureStorage {
     /// adopter waits on it.
     final var isMergeableLocked: Bool {
         assertLocked()
-        return phase == .pending && consumers == 0 && callbacks.holdsOnlyObservers
+        // An empty list, the usual case, is decided inline: unspecialised, looking through the
+        // entries costs type-metadata lookups of the list and its entries at every adoption.
+        return phase == .pending && consumers == 0 && (callbacks.isEmpty || callbacks.holdsOnlyObservers)
             && progress?.observers.isEmpty ?? true && extras?.onDemand == nil && extras?.completionToken == nil
     }
 
