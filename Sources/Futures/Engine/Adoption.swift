@@ -73,7 +73,7 @@ extension FutureStorage {
         // A completed future (the usual case: `Future(value:)` returned from a `flatMap`) closes no
         // cycle and merges nothing: this future completes with its outcome, as the plan below would
         // decide, without the adoption gate.
-        if let holder = inner.observedCompletedHolder { return finish(holder.storedOutcome, origin: origin) }
+        if let holder = inner.observedCompletedHolder { return finish(withOutcomeOf: holder, origin: origin) }
         var root = self  // the adopter's root, once found
         var target = inner  // the future holding `inner`'s state, once found
         var effects = AdoptionEffects()
@@ -117,18 +117,33 @@ extension FutureStorage {
         case .accepted:
             return true
         case .complete:
-            // Final once completed, and read after the lock that saw it completed.
-            return self.finish(target.storedOutcome, origin: origin)
+            return self.finish(withOutcomeOf: target, origin: origin)
         case .cycle(let members, let token):
             // Every member fails with `.cycle`, from the target on, before the adopter's failure
             // could reach them through their transforms (a `recover` would see it as an error).
             for member in members { member.failAsCycle() }
             if Tracking.reporting { Tracking.reportCycle(closedBy: self, members: members) }
-            return self.finish(.failure(FutureError.cycle), origin: token)
+            return self.finishAsCycle(origin: token)
         case .wait(let startsDeferred):
             if startsDeferred { target.startIfDeferred() }
             return true
         }
+    }
+
+    // Out of line, the two below: an outcome's type metadata, which unspecialised code looks up
+    // where the function that copies the outcome starts, is not needed to adopt a pending future.
+
+    /// Completes this future with the outcome of `holder`, a completed future: final once
+    /// completed, and read after the lock that saw it completed.
+    @inline(never)
+    final func finish(withOutcomeOf holder: FutureStorage<Value>, origin: AnyObject) -> Bool {
+        finish(holder.storedOutcome, origin: origin)
+    }
+
+    /// Fails this future as the adopter that closed a cycle, on behalf of the cycle's `token`.
+    @inline(never)
+    final func finishAsCycle(origin token: AnyObject) -> Bool {
+        finish(.failure(FutureError.cycle), origin: token)
     }
 
     /// An adoption that needs no walk, made with ``AdoptionGate`` held shared; `nil` if it needs

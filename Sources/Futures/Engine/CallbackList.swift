@@ -131,7 +131,9 @@ struct CallbackList<Value: Sendable> {
 
     @inlinable init() {}
 
-    @inlinable var isEmpty: Bool { first == nil }
+    /// (Always inlined: a call would take the list's type metadata, which unspecialised callers
+    /// look up.)
+    @inlinable @inline(__always) var isEmpty: Bool { first == nil }
 
     /// How many entries the list holds (holes not counted).
     var count: Int { first == nil ? 0 : 1 + (rest?.count { $0 != nil } ?? 0) }
