@@ -31,9 +31,9 @@ import Darwin
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
-        let deadline = DispatchTime.now() + .seconds(300)
+        let deadline = DispatchTime.now() + .seconds(480)
         func giveUp(_ waitingFor: String) {
-            Issue.record("after 300 s the demo had not \(waitingFor)")
+            Issue.record("after 480 s the demo had not \(waitingFor)")
             process.terminate()
             // A writer still blocked opening the FIFO gets its reader, so that its thread ends.
             let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
