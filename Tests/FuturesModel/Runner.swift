@@ -37,7 +37,6 @@ public final class ModelRun: @unchecked Sendable {
     // touch only `board` and `probes`, which lock.
     private let program: Program
     private let settleTimeout: TimeInterval
-    private let patientWithThePool: Bool
     private let clock = StepClock()
     private let queueA = DispatchQueue(label: "model.A")
     private let queueB = DispatchQueue(label: "model.B")
@@ -50,13 +49,9 @@ public final class ModelRun: @unchecked Sendable {
     private var sources: [Int: CancellationSource] = [:]
     private var tokens: [Int: CancellationToken] = [:]
 
-    /// `patientWithThePool`: a wait whose time ran out fails only at the ten-minute cap, even
-    /// when the pool ran a probe at once (see ``patiently(_:)``); for sanitized builds, whose
-    /// runs have kept the library's timer tasks from starting for minutes after a probe ran.
-    public init(_ program: Program, settleTimeout: TimeInterval = 60, patientWithThePool: Bool = false) {
+    public init(_ program: Program, settleTimeout: TimeInterval = 60) {
         self.program = program
         self.settleTimeout = settleTimeout
-        self.patientWithThePool = patientWithThePool
     }
 
     /// Runs the program on the calling thread, which must not be one of Swift concurrency's (the
@@ -292,8 +287,7 @@ public final class ModelRun: @unchecked Sendable {
     /// from when the pool is free. The pool may fill up after a first look found it free (under
     /// ThreadSanitizer other tests' synchronous bodies can hold both of a 2-core pool's threads for
     /// longer than `settleTimeout`), so when the time runs out the pool is probed again, and a pool
-    /// that cannot start the new probe at once gets the time again (a run patient with the pool
-    /// gets it again in any case). Gives up after ten minutes.
+    /// that cannot start the new probe at once gets the time again. Gives up after ten minutes.
     private func patiently(_ wait: (Date) -> Bool) -> Bool {
         let asked = Date()
         var probe = Self.probePool()
@@ -309,7 +303,7 @@ public final class ModelRun: @unchecked Sendable {
                 }
                 // The time since the pool last ran a probe is up. A probe the pool started within a
                 // second of being asked, with the time up again, means the library had its time.
-                if !patientWithThePool, let again = probedAgainAt, started.timeIntervalSince(again) < 1 { return false }
+                if let again = probedAgainAt, started.timeIntervalSince(again) < 1 { return false }
                 probe = Self.probePool()
                 probedAgainAt = Date()
             }
@@ -479,15 +473,10 @@ final class Probe: Sendable {
 public enum ModelCheck {
     /// Runs `program` on a thread of its own (never on Swift concurrency's, which the library's
     /// timers need) and returns what went wrong, or `nil`.
-    public static func run(
-        _ program: Program,
-        settleTimeout: TimeInterval = 60,
-        patientWithThePool: Bool = false
-    ) async -> String? {
+    public static func run(_ program: Program, settleTimeout: TimeInterval = 60) async -> String? {
         await withCheckedContinuation { continuation in
             let thread = Thread {
-                let run = ModelRun(program, settleTimeout: settleTimeout, patientWithThePool: patientWithThePool)
-                continuation.resume(returning: run.run())
+                continuation.resume(returning: ModelRun(program, settleTimeout: settleTimeout).run())
             }
             thread.stackSize = 4 << 20
             thread.start()
@@ -495,11 +484,10 @@ public enum ModelCheck {
     }
 
     /// Checks the program made from `seed`; on a failure, shrinks it and returns a report that
-    /// names the generator seed and the smallest failing program found. (For
-    /// `patientWithThePool`, see ``ModelRun/init(_:settleTimeout:patientWithThePool:)``.)
-    public static func check(seed: UInt64, length: Int = 30, patientWithThePool: Bool = false) async -> String? {
+    /// names the generator seed and the smallest failing program found.
+    public static func check(seed: UInt64, length: Int = 30) async -> String? {
         let program = Program.random(seed: seed, length: length)
-        guard let failure = await run(program, patientWithThePool: patientWithThePool) else { return nil }
+        guard let failure = await run(program) else { return nil }
         var smallest = program
         var smallestFailure = failure
         var improved = true
@@ -507,9 +495,7 @@ public enum ModelCheck {
             improved = false
             for index in stride(from: smallest.steps.count - 1, through: 0, by: -1) where index < smallest.steps.count {
                 let candidate = smallest.removing(index)
-                guard candidate.isWellFormed,
-                    let failure = await run(candidate, settleTimeout: 5, patientWithThePool: patientWithThePool)
-                else { continue }
+                guard candidate.isWellFormed, let failure = await run(candidate, settleTimeout: 5) else { continue }
                 smallest = candidate
                 smallestFailure = failure
                 improved = true

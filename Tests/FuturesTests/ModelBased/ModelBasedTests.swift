@@ -27,7 +27,7 @@ struct ModelBasedTests {
     @Test(arguments: batches)
     func randomProgramsBehaveAsTheModelSays(seeds: [UInt64]) async {
         for seed in seeds {
-            let report = await ModelCheck.check(seed: seed, length: Self.length, patientWithThePool: DepthMatrixTests.sanitized)
+            let report = await ModelCheck.check(seed: seed, length: Self.length)
             #expect(report == nil, "\(report ?? "")")
             if report != nil { return }
         }
@@ -35,7 +35,7 @@ struct ModelBasedTests {
 
     @Test func longerProgramsBehaveAsTheModelSays() async {
         for seed: UInt64 in 1_000...1_009 {
-            let report = await ModelCheck.check(seed: seed, length: 120, patientWithThePool: DepthMatrixTests.sanitized)
+            let report = await ModelCheck.check(seed: seed, length: 120)
             #expect(report == nil, "\(report ?? "")")
         }
     }
