@@ -26,8 +26,8 @@ struct ModelBasedTests {
 
     @Test(arguments: batches)
     func randomProgramsBehaveAsTheModelSays(seeds: [UInt64]) async {
+        let sanitized = DepthMatrixTests.sanitized
         for seed in seeds {
-            let sanitized = DepthMatrixTests.sanitized
             let report = await ModelCheck.check(seed: seed, length: Self.length, shrinkingTimerWaits: !sanitized)
             if let report, sanitized, report.contains(ModelCheck.timersDidNotSleep) {
                 // Under a sanitizer, with the whole suite running, the library's timer tasks have
