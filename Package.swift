@@ -129,7 +129,7 @@ let package = Package(
             name: "FuturesTests",
             dependencies: [
                 "Futures", "FuturesTestSupport", "FuturesTestHelpers", "FuturesModel", "futures-leakcheck",
-                "futures-depthcheck", "futures-waitscript",
+                "futures-depthcheck", "futures-waitscript", "futures-soak",
             ]
         ),
         // Runs the built `futures-demo` as a subprocess.

@@ -4,6 +4,10 @@
 //
 //     futures-soak --seconds 60 [--threads N] [--max-growth-mb 256] [--length 60]
 //     futures-soak --census 1000 [--length 60]    what that many programs build, run nothing
+//     futures-soak --check 1,2,3 [--length 30] [--together]
+//                                                  those seeds' programs, one after another (or all
+//                                                  at once), each failure shrunk; exit status 1 if
+//                                                  any failed
 import Foundation
 import FuturesModel
 
@@ -13,6 +17,8 @@ struct Options {
     var maxGrowthMB = 256.0
     var length = 60
     var census: Int?
+    var check: [UInt64]?
+    var together = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
@@ -21,6 +27,10 @@ struct Options {
                 report(Self.synopsis)
                 exit(0)
             }
+            if argument == "--together" {
+                together = true
+                continue
+            }
             guard let value = iterator.next() else { Self.usage("\(argument) needs a value") }
             switch argument {
             case "--seconds": seconds = Self.parse(value, as: argument)
@@ -28,10 +38,13 @@ struct Options {
             case "--max-growth-mb": maxGrowthMB = Self.parse(value, as: argument)
             case "--length": length = Self.parse(value, as: argument)
             case "--census": census = Self.parse(value, as: argument)
+            case "--check": check = value.split(separator: ",").map { Self.parse(String($0), as: argument) }
             default: Self.usage("unknown option \(argument)")
             }
         }
-        guard seconds > 0, threads > 0, maxGrowthMB > 0, length > 0, census.map({ $0 > 0 }) ?? true else { Self.usage("every value must be positive") }
+        guard seconds > 0, threads > 0, maxGrowthMB > 0, length > 0, census.map({ $0 > 0 }) ?? true,
+              check.map({ !$0.isEmpty }) ?? true
+        else { Self.usage("every value must be positive") }
     }
 
     static func parse<Number: LosslessStringConvertible>(_ value: String, as option: String) -> Number {
@@ -40,7 +53,11 @@ struct Options {
     }
 
     static let synopsis =
-        "usage: futures-soak [--seconds S] [--threads N] [--max-growth-mb M] [--length STEPS] [--census PROGRAMS]"
+        """
+        usage: futures-soak [--seconds S] [--threads N] [--max-growth-mb M] [--length STEPS]
+               futures-soak --census PROGRAMS [--length STEPS]
+               futures-soak --check SEED[,SEED...] [--length STEPS] [--together]
+        """
 
     static func usage(_ problem: String) -> Never {
         FileHandle.standardError.write(Data("futures-soak: \(problem)\n\(synopsis)\n".utf8))
@@ -78,6 +95,35 @@ if let count = options.census {
     }
     exit(0)
 }
+// The model-based tests run their seeds here, in a process of their own: the library's timers on
+// custom clocks sleep in tasks, and in the test process other tests' synchronous bodies can hold
+// every thread of Swift concurrency's pool for minutes.
+if let seeds = options.check {
+    let (length, together) = (options.length, options.together)
+    let failures = Locked<[String]>([])
+    let finished = DispatchSemaphore(value: 0)
+    Task.detached {
+        if together {
+            await withTaskGroup(of: String?.self) { group in
+                for seed in seeds { group.addTask { await ModelCheck.check(seed: seed, length: length) } }
+                for await failure in group { if let failure { failures.withLock { $0.append(failure) } } }
+            }
+        } else {
+            for seed in seeds {
+                guard let failure = await ModelCheck.check(seed: seed, length: length) else { continue }
+                failures.withLock { $0.append(failure) }
+                break
+            }
+        }
+        finished.signal()
+    }
+    finished.wait()
+    let found = failures.withLock { $0 }
+    for failure in found { report(failure) }
+    if found.isEmpty { report("checked \(seeds.count) programs of \(length) steps, every one as the model says") }
+    exit(found.isEmpty ? 0 : 1)
+}
+
 let counters = Locked((programs: 0, steps: 0))
 /// The program each worker runs now, named by the number that generated it (to replay a stuck one);
 /// `nil` once the worker has stopped.

@@ -227,9 +227,9 @@ struct TokenLifetimeTests {
 
     /// Chains of tokens far deeper than a thread's stack could hold as a recursion, on a 512 KiB
     /// stack: cancelled from the root, made immortal, and dropped.
-    @Test func deepTokenGraphsRunInALoop() {
+    @Test func deepTokenGraphsRunInALoop() async {
         let depth = 100_000
-        onSmallStack {
+        await onSmallStackOffThePool {
             // Linked sources, cancelled from the root.
             let root = CancellationSource()
             var chain = [root]
@@ -240,7 +240,7 @@ struct TokenLifetimeTests {
             #expect(reached.value == 1)
             #expect(chain.allSatisfy { $0.token.isCancelled })
         }
-        onSmallStack {
+        await onSmallStackOffThePool {
             // Nested `either`, cancelled from the innermost source.
             let innermost = CancellationSource()
             var token = innermost.token
@@ -251,7 +251,7 @@ struct TokenLifetimeTests {
             innermost.cancel()
             #expect(reached.value == 1)
         }
-        onSmallStack {
+        await onSmallStackOffThePool {
             // Nested `both`, whose sources are released: nothing can cancel it any more.
             var sources: [CancellationSource]? = (0...depth).map { _ in CancellationSource() }
             var token = sources![0].token
@@ -260,7 +260,7 @@ struct TokenLifetimeTests {
             sources = nil
             #expect(!token.canBeCancelled)
         }
-        onSmallStack {
+        await onSmallStackOffThePool {
             // Nested `either`, dropped: each composed token detaches from its inputs as it goes.
             let app = CancellationSource()
             do {

@@ -447,7 +447,7 @@ private final class Sightings: Sendable {
         #expect(seen.labels == ["registered"])
     }
 
-    @Test func aLongImmediateChainRegisteredWithAContextRunsOnASmallStack() {
+    @Test func aLongImmediateChainRegisteredWithAContextRunsOnASmallStack() async {
         let links = 100_000
         let promise = Promise<Int>()
         var chain = promise.future
@@ -455,7 +455,7 @@ private final class Sightings: Sendable {
             for _ in 0..<links { chain = chain.map(on: .immediate) { $0 + 1 } }
         }
         let end = chain
-        onSmallStack { with("completer") { _ = promise.succeed(0) } }
+        await onSmallStackOffThePool { with("completer") { _ = promise.succeed(0) } }
         #expect(end.outcome?.value == links)
     }
 

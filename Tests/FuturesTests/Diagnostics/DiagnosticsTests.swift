@@ -228,7 +228,7 @@ struct TrackedTestError: Error {}
         #expect(mapped.outcome?.error as? FutureError == .droppedJob)
     }
 
-    @Test func theTreeOfALongChainIsPrintedOnASmallStack() {
+    @Test func theTreeOfALongChainIsPrintedOnASmallStack() async {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
         let length = 20_000
@@ -239,7 +239,7 @@ struct TrackedTestError: Error {}
             return future
         }
         let lines = Recorder<String>()
-        onSmallStack {
+        await onSmallStackOffThePool {
             for line in scope.dumpPending().split(separator: "\n") { lines.append(String(line)) }
         }
         let all = lines.all
@@ -335,7 +335,7 @@ struct TrackedTestError: Error {}
     /// that retained one for a moment, while another thread let go of its last reference, freed it
     /// in the snapshot, under the stripe lock its deinit takes (a trap in debug builds, a deadlock
     /// otherwise).
-    @Test func snapshotsNeverFreeAFutureThatAnotherThreadLetGoOf() {
+    @Test func snapshotsNeverFreeAFutureThatAnotherThreadLetGoOf() async {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
         // Fewer under a sanitizer: the trap this looks for is a debug build's, and there the two
@@ -344,8 +344,8 @@ struct TrackedTestError: Error {}
         let done = Recorder<Bool>()
         let made = Recorder<Int>()
         let finished = DispatchSemaphore(value: 0)
-        // Two threads of their own, not the dispatch pool's: busy as they are for a while (a
-        // minute under ThreadSanitizer), they would hold back other tests' jobs on the pool.
+        // Two threads of their own, and the test waits for them off the pool: busy as they are for
+        // a while (a minute under ThreadSanitizer), they would hold back other tests' jobs on it.
         Thread {
             for _ in 0..<snapshots {
                 _ = scope.pendingFutures
@@ -375,8 +375,10 @@ struct TrackedTestError: Error {}
             made.append(count)
             finished.signal()
         }.start()
-        finished.wait()
-        finished.wait()
+        await offThePool {
+            finished.wait()
+            finished.wait()
+        }
         #expect(made.all.first ?? 0 > 0)
         #expect(scope.pendingFutures.isEmpty)
     }

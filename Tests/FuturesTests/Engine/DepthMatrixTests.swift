@@ -57,9 +57,11 @@ struct DepthMatrixTests {
     }
 
     @Test(arguments: cases)
-    func endsAtDepth(_ entry: Case) throws {
+    func endsAtDepth(_ entry: Case) async throws {
         let depth = Self.depth(of: entry.kind)
-        let result = try runDepthCheck([entry.structure, entry.ending, String(depth)])
+        let result = try await runBuiltExecutable(
+            "futures-depthcheck", [entry.structure, entry.ending, String(depth)], stackKiB: 512, discardingStandardError: true
+        )
         #expect(result.status == 0, "\(entry.structure) \(entry.ending) at depth \(depth): \(result.output)")
         #expect(result.output.hasPrefix("ok "), "\(entry.structure) \(entry.ending) at depth \(depth): \(result.output)")
     }

@@ -52,8 +52,8 @@ struct FutureSeriallyTests {
         #expect(started.value == 1)
     }
 
-    @Test func seriallyOverManyItemsOnASmallStack() {
-        onSmallStack {
+    @Test func seriallyOverManyItemsOnASmallStack() async {
+        await onSmallStackOffThePool {
             let all = Future<[Int]>.serially(0..<100_000) { Future(value: $0) }
             #expect(all.outcome?.value?.count == 100_000)
             #expect(all.outcome?.value?.last == 99_999)

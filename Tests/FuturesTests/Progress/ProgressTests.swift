@@ -525,11 +525,11 @@ struct ProgressTests {
         #expect(derived.storage.progress == nil)
     }
 
-    @Test func progressThroughAMillionLinkChain() {
-        onSmallStack {
+    @Test func progressThroughAMillionLinkChain() async {
+        await onSmallStackOffThePool {
             let promise = Promise<Int>()
             var future = promise.future
-            for _ in 0..<1_000_000 { future = future.map(on: .immediate) { $0 } }
+            for _ in 0..<StackSafetyTests.links { future = future.map(on: .immediate) { $0 } }
             let seen = Recorder<Double>()
             future.whenProgress(on: .immediate) { seen.append($0) }
             promise.progress = 0.5

@@ -120,9 +120,9 @@ struct FutureDeferredTests {
         Future<Int>.deferred { n == 0 ? Future(value: 0) : countdown(n - 1).map(on: .immediate) { $0 + 1 } }
     }
 
-    @Test func aRecursiveDeferredChainRunsOnASmallStack() {
+    @Test func aRecursiveDeferredChainRunsOnASmallStack() async {
         let result = Locked<Int?>(nil)
-        onSmallStack {
+        await onSmallStackOffThePool {
             let future = Self.countdown(100_000)
             future.whenSuccess(on: .immediate) { value in result.withLock { $0 = value } }
             _ = future  // dropped here: releasing it must not recurse either
@@ -130,13 +130,13 @@ struct FutureDeferredTests {
         #expect(result.withLock { $0 } == 100_000)
     }
 
-    @Test func aRecursiveDeferredAdoptionChainRunsOnASmallStack() {
+    @Test func aRecursiveDeferredAdoptionChainRunsOnASmallStack() async {
         // Each level's work returns the next level itself: adoption of a deferred future.
         @Sendable func levels(_ n: Int) -> Future<Int> {
             Future<Int>.deferred { n == 0 ? Future(value: 7) : levels(n - 1) }
         }
         let result = Locked<Int?>(nil)
-        onSmallStack {
+        await onSmallStackOffThePool {
             levels(100_000).whenSuccess(on: .immediate) { value in result.withLock { $0 = value } }
         }
         #expect(result.withLock { $0 } == 7)
@@ -154,8 +154,8 @@ struct FutureDeferredTests {
     /// An observer that does not count as a demand (a tracing span's) waits in the future's
     /// callbacks like any other: many of them on one unstarted deferred future neither nest nor
     /// start it, run in order once something starts it, and go with the future if nothing does.
-    @Test func observersThatDoNotStartADeferredFutureWaitInItsCallbacks() {
-        onSmallStack {
+    @Test func observersThatDoNotStartADeferredFutureWaitInItsCallbacks() async {
+        await onSmallStackOffThePool {
             let starts = Counter()
             let seen = Recorder<Int>()
             let future = Future<Int>.deferred { starts.increment(); return Future(value: 5) }

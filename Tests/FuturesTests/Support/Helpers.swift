@@ -44,20 +44,10 @@ private final class ThreadBody: @unchecked Sendable {
     init(_ body: @escaping () -> Void) { self.body = body }
 }
 
-/// Runs `body` on a new thread with a 512 KiB stack (an ordinary secondary-thread stack) and waits
-/// for it to finish. A recursion a million frames deep would crash it.
-func onSmallStack(_ body: @escaping () -> Void) {
-    let finished = DispatchSemaphore(value: 0)
-    startSmallStackThread {
-        body()
-        finished.signal()
-    }
-    finished.wait()
-}
-
-/// Runs `body` like `onSmallStack(_:)`, suspending meanwhile instead of blocking a thread of Swift
-/// concurrency's pool: a test that runs for long must leave the pool to the tests beside it (the
-/// library's timers on custom clocks, for one, sleep in tasks).
+/// Runs `body` on a new thread with a 512 KiB stack (an ordinary secondary-thread stack), suspending
+/// until it finishes: a recursion a million frames deep would crash it. The caller suspends instead
+/// of blocking a thread of Swift concurrency's pool: a test that runs for long must leave the pool
+/// to the tests beside it (the library's timers on custom clocks, for one, sleep in tasks).
 func onSmallStackOffThePool(_ body: @escaping () -> Void) async {
     let body = ThreadBody(body)
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

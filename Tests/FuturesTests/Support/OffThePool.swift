@@ -1,0 +1,121 @@
+import Foundation
+
+/// Runs `body` on a thread of its own and returns what it returned, suspending meanwhile.
+///
+/// A test that blocks (on a semaphore, on a subprocess, on heavy work) must not block a thread of
+/// Swift concurrency's pool: the pool has as many threads as the machine has cores, and the tests
+/// beside it (the library's timers on custom clocks, for one, which sleep in tasks) would wait for
+/// as long as it blocks, minutes under a sanitizer.
+func offThePool<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.stackSize = 4 << 20
+        thread.start()
+    }
+}
+
+/// What a subprocess printed (standard output, and standard error unless discarded) and its exit
+/// status: a signal's number plus 128 for a crash, and `nil` when it was killed for running past
+/// its deadline.
+struct SubprocessResult: Sendable {
+    var status: Int32?
+    var output: String
+}
+
+/// Runs a built executable (one of the helpers built with the tests) off the pool, at most as many
+/// at once as the machine has cores, and kills it if it runs past `deadline`.
+///
+/// With `stackKiB`, every thread of the process gets a stack of that size (the limit applies to the
+/// main thread and is every new thread's default size). Standard error goes into the output, unless
+/// `discardingStandardError`.
+func runBuiltExecutable(
+    _ name: String,
+    _ arguments: [String],
+    stackKiB: Int? = nil,
+    discardingStandardError: Bool = false,
+    deadline: Duration = .seconds(20 * 60)
+) async throws -> SubprocessResult {
+    await SubprocessSlots.shared.acquire()
+    defer { SubprocessSlots.shared.release() }
+    let process = Process()
+    let executable = builtProductsDirectory.appendingPathComponent(name).path
+    if let stackKiB {
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "ulimit -s \(stackKiB) && exec \"$0\" \"$@\"", executable] + arguments
+    } else {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+    }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = discardingStandardError ? FileHandle.nullDevice : output
+    let exited = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in exited.signal() }
+    try process.run()
+    let killedLate = LockedFlag()
+    let watchdog = DispatchWorkItem {
+        killedLate.set()
+        kill(process.processIdentifier, SIGKILL)
+    }
+    let seconds = Double(deadline.components.seconds)
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+    let data = await offThePool {
+        // The writing end closes when the process (and anything it started) exits or is killed.
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        exited.wait()
+        return data
+    }
+    watchdog.cancel()
+    let text = String(decoding: data, as: UTF8.self)
+    if killedLate.isSet { return SubprocessResult(status: nil, output: text) }
+    let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    return SubprocessResult(status: status, output: text)
+}
+
+/// A flag one thread sets and another reads.
+private final class LockedFlag: @unchecked Sendable {
+    // Safety: `value` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
+
+/// How many subprocesses may run at once: one per core. Without a bound, a parameterised test whose
+/// cases each wait for a subprocess off the pool would start every case's process at once.
+final class SubprocessSlots: @unchecked Sendable {
+    // Safety: `free` and `waiting` are only touched while holding `lock`.
+    static let shared = SubprocessSlots(max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+    private let lock = NSLock()
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(_ count: Int) { free = count }
+
+    func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let granted = lock.withLock {
+                if free > 0 {
+                    free -= 1
+                    return true
+                }
+                waiting.append(continuation)
+                return false
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    /// Hands the slot to the first waiter, or frees it.
+    func release() {
+        let next = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            if waiting.isEmpty {
+                free += 1
+                return nil
+            }
+            return waiting.removeFirst()
+        }
+        next?.resume()
+    }
+}
