@@ -12,10 +12,10 @@ import Darwin
 /// sanitizer build on a loaded two-core machine.
 @Suite(.timeLimit(.minutes(10))) struct HashCommandTests {
     @Test(arguments: [1, 3])
-    func printsWhatSha256sumPrintsForATreeOfManySizes(jobs: Int) throws {
+    func printsWhatSha256sumPrintsForATreeOfManySizes(jobs: Int) async throws {
         let folder = try TemporaryFolder()
         try folder.makeTree()
-        let ours = try run(["hash", "--jobs", "\(jobs)", "data"], in: folder)
+        let ours = try await run(["hash", "--jobs", "\(jobs)", "data"], in: folder)
         let theirs = try shell("find data -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum", in: folder)
         #expect(ours.status == 0)
         #expect(ours.error == "")
@@ -23,20 +23,20 @@ import Darwin
         #expect(ours.output.split(separator: "\n").count == TemporaryFolder.treeFileCount)
     }
 
-    @Test func pathsComeInTheOrderGivenJoinedWithTheFilesInside() throws {
+    @Test func pathsComeInTheOrderGivenJoinedWithTheFilesInside() async throws {
         let folder = try TemporaryFolder()
         try folder.makeTree()
-        let ours = try run(["hash", "data/sub/", "data/one"], in: folder)
+        let ours = try await run(["hash", "data/sub/", "data/one"], in: folder)
         let theirs = try shell("find data/sub/ -type f | LC_ALL=C sort | xargs -d '\\n' sha256sum; sha256sum data/one", in: folder)
         #expect(ours.output == theirs)
         #expect(ours.output.contains("  data/sub/deeper/z\n"))
     }
 
-    @Test func aMissingPathIsReportedAndTheOthersGoOn() throws {
+    @Test func aMissingPathIsReportedAndTheOthersGoOn() async throws {
         let folder = try TemporaryFolder()
         try folder.makeTree()
         try FileManager.default.createSymbolicLink(atPath: folder.path("dangling"), withDestinationPath: "nowhere")
-        let ours = try run(["hash", "missing", "data/one", "dangling"], in: folder)
+        let ours = try await run(["hash", "missing", "data/one", "dangling"], in: folder)
         #expect(ours.status == 1)
         #expect(ours.output == (try shell("sha256sum data/one", in: folder)))
         #expect(ours.error.contains("futures-demo: missing: No such file or directory\n"))
@@ -44,23 +44,23 @@ import Darwin
     }
 
     @Test(.disabled(if: getuid() == 0, "root reads every file"))
-    func anUnreadableFileIsReportedAndTheOthersGoOn() throws {
+    func anUnreadableFileIsReportedAndTheOthersGoOn() async throws {
         let folder = try TemporaryFolder()
         try folder.makeTree()
         chmod(folder.path("data/one"), 0)
-        let ours = try run(["hash", "data"], in: folder)
+        let ours = try await run(["hash", "data"], in: folder)
         #expect(ours.status == 1)
         #expect(ours.error.contains("futures-demo: data/one: Permission denied\n"))
         #expect(ours.output.split(separator: "\n").count == TemporaryFolder.treeFileCount - 1)
     }
 
-    @Test func aFileThatTakesLongerThanTheTimeoutFailsAndTheOthersGoOn() throws {
+    @Test func aFileThatTakesLongerThanTheTimeoutFailsAndTheOthersGoOn() async throws {
         let folder = try TemporaryFolder()
         try folder.makeTree()
         try folder.makeSparseFile("huge.img", size: 40 << 30)
         try folder.makeSparseFile("huge2.img", size: 40 << 30)
         // As many huge files as jobs (two), so that every job is busy while the timers fire.
-        let ours = try run(["hash", "--jobs", "2", "--timeout", "0.3", "huge.img", "huge2.img", "data/one"], in: folder)
+        let ours = try await run(["hash", "--jobs", "2", "--timeout", "0.3", "huge.img", "huge2.img", "data/one"], in: folder)
         #expect(ours.status == 1)
         #expect(ours.error == "futures-demo: huge.img: timed out after 0.3 s\nfutures-demo: huge2.img: timed out after 0.3 s\n")
         #expect(ours.output == (try shell("sha256sum data/one", in: folder)))
@@ -68,17 +68,17 @@ import Darwin
 
     /// Several runs: on a busy machine a Ctrl-C handled by a dispatch signal source alone was lost
     /// now and then (the run went on to the end).
-    @Test(arguments: 1...5) func ctrlCCancelsEverythingAndExitsWith130(run: Int) throws {
+    @Test(arguments: 1...5) func ctrlCCancelsEverythingAndExitsWith130(run: Int) async throws {
         let folder = try TemporaryFolder()
         try folder.makeTree()
         try folder.makeSparseFile("huge.img", size: 40 << 30)
         try folder.makeSparseFile("huge2.img", size: 40 << 30)
         // The default number of jobs: the huge files keep every job busy while Ctrl-C arrives. Once
         // the first line is out, the second file is being read and the rest are queued.
-        let (process, stdout, message) = try interruptAfterFirstLine(
+        let (reason, status, stdout, message) = try await interruptAfterFirstLine(
             ["hash", "data/one", "huge.img", "huge2.img", "data"], in: folder)
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 130)
+        #expect(reason == .exit)
+        #expect(status == 130)
         // Exactly one whole line reached stdout, and nothing after it: the huge file being read
         // when Ctrl-C came was cancelled, not read to its end (no time is asserted: a sanitizer's
         // run on a loaded machine took a second to exit).
@@ -86,7 +86,7 @@ import Darwin
         #expect(message.contains("futures-demo: interrupted: 1 of \(TemporaryFolder.treeFileCount + 3) files hashed, the rest cancelled"))
     }
 
-    @Test func drawsAProgressBarOnATerminalAtMostTenTimesASecond() throws {
+    @Test func drawsAProgressBarOnATerminalAtMostTenTimesASecond() async throws {
         let folder = try TemporaryFolder()
         try folder.makeTree()
         try folder.makeSparseFile("big.img", size: 256 << 20)
@@ -102,7 +102,7 @@ import Darwin
         // The bar is erased before each line, so every checksum line is whole.
         #expect(recorded.contains("  data/sub/deeper/z\r\n"))
         // Without a terminal there is no bar at all.
-        let piped = try run(["hash", "big.img"], in: folder)
+        let piped = try await run(["hash", "big.img"], in: folder)
         #expect(piped.error == "")
     }
 
@@ -113,7 +113,7 @@ import Darwin
         #expect(full == "futures-demo: write error: No space left on device\nstatus 1\n")
     }
 
-    @Test func badArgumentsExitWith2AndShowTheUsage() throws {
+    @Test func badArgumentsExitWith2AndShowTheUsage() async throws {
         let folder = try TemporaryFolder()
         let bad = [
             ["hash"], ["hash", "--jobs", "0", "x"], ["hash", "--jobs", "4611686018427387904", "x"],
@@ -121,23 +121,23 @@ import Darwin
             ["hash", "--timeout", "soon", "x"], ["hash", "--frobnicate", "x"],
         ]
         for arguments in bad {
-            let ours = try run(arguments, in: folder)
+            let ours = try await run(arguments, in: folder)
             #expect(ours.status == 2, "\(arguments)")
             #expect(ours.error.contains("Usage: futures-demo hash"), "\(arguments)")
             #expect(ours.output == "")
         }
     }
 
-    @Test func helpDocumentsTheCommand() throws {
-        let help = try run(["hash", "--help"], in: try TemporaryFolder())
+    @Test func helpDocumentsTheCommand() async throws {
+        let help = try await run(["hash", "--help"], in: try TemporaryFolder())
         #expect(help.status == 0)
         for text in ["--jobs", "--timeout", "sha256sum", "Ctrl-C", "130", "2 for bad arguments"] {
             #expect(help.output.contains(text), "\(text)")
         }
     }
 
-    @Test func theTourIsTheDefault() throws {
-        let tour = try run([], in: try TemporaryFolder())
+    @Test func theTourIsTheDefault() async throws {
+        let tour = try await run([], in: try TemporaryFolder())
         #expect(tour.status == 0)
         #expect(tour.output.contains("4. Done: Ada Lovelace's picture"))
     }
@@ -164,9 +164,27 @@ struct Run {
     var errorBytes: Data
 }
 
-func run(_ arguments: [String], in folder: TemporaryFolder) throws -> Run {
-    try launch(demo, arguments, in: folder)
+func run(_ arguments: [String], in folder: TemporaryFolder) async throws -> Run {
+    let directory = folder.url
+    return try await offThePool { try launch(demo, arguments, in: directory) }
 }
+
+/// Runs `body` on a thread of its own, suspending meanwhile: a test waiting for the demo must not
+/// block a thread of Swift concurrency's pool, which the tests beside it need (under a sanitizer
+/// the demo runs for seconds). At most one body per core runs at once, as when each test held a
+/// thread of the pool: the tests that time the demo need it to get the processor.
+func offThePool<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            demoSlots.wait()
+            let result = Swift.Result { try body() }
+            demoSlots.signal()
+            continuation.resume(with: result)
+        }
+    }
+}
+
+private let demoSlots = DispatchSemaphore(value: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
 /// Runs `command` with `sh -c` in `folder` and returns its standard output.
 /// Runs the demo with `arguments` in `folder`, sends it SIGINT once its first line is on standard
@@ -175,10 +193,18 @@ func run(_ arguments: [String], in folder: TemporaryFolder) throws -> Run {
 func interruptAfterFirstLine(
     _ arguments: [String],
     in folder: TemporaryFolder
-) throws -> (process: Process, stdout: String, stderr: String) {
+) async throws -> (reason: Process.TerminationReason, status: Int32, stdout: String, stderr: String) {
+    let directory = folder.url
+    return try await offThePool { try interruptAfterFirstLine(arguments, in: directory) }
+}
+
+private func interruptAfterFirstLine(
+    _ arguments: [String],
+    in directory: URL
+) throws -> (reason: Process.TerminationReason, status: Int32, stdout: String, stderr: String) {
     let process = Process()
     process.executableURL = demo
-    process.currentDirectoryURL = folder.url
+    process.currentDirectoryURL = directory
     process.arguments = arguments
     let output = Pipe()
     let error = Pipe()
@@ -195,23 +221,26 @@ func interruptAfterFirstLine(
     process.waitUntilExit()
     let rest = output.fileHandleForReading.readDataToEndOfFile()
     let message = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return (process, String(decoding: first + rest, as: UTF8.self), message)
+    return (process.terminationReason, process.terminationStatus, String(decoding: first + rest, as: UTF8.self), message)
 }
 
 func shell(_ command: String, in folder: TemporaryFolder) throws -> String {
-    try launch(URL(fileURLWithPath: "/bin/sh"), ["-c", command], in: folder).output
+    try launch(URL(fileURLWithPath: "/bin/sh"), ["-c", command], in: folder.url).output
 }
 
 /// Runs `command` with `sh -c` in `folder`, with `$demo` set to the demo's path.
-func shellRun(_ command: String, in folder: TemporaryFolder) throws -> Run {
-    try launch(URL(fileURLWithPath: "/bin/sh"), ["-c", "demo='\(demo.path)'; " + command], in: folder)
+func shellRun(_ command: String, in folder: TemporaryFolder) async throws -> Run {
+    let directory = folder.url
+    return try await offThePool {
+        try launch(URL(fileURLWithPath: "/bin/sh"), ["-c", "demo='\(demo.path)'; " + command], in: directory)
+    }
 }
 
-private func launch(_ executable: URL, _ arguments: [String], in folder: TemporaryFolder) throws -> Run {
+private func launch(_ executable: URL, _ arguments: [String], in directory: URL) throws -> Run {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
-    process.currentDirectoryURL = folder.url
+    process.currentDirectoryURL = directory
     let output = Pipe()
     let error = Pipe()
     process.standardOutput = output

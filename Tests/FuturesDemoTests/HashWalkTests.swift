@@ -44,22 +44,22 @@ import Darwin
     static let pipeline = "find tree -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum"
 
     @Test(arguments: [1, 4])
-    func theWalkGivesTheOrderOfSortedPaths(jobs: Int) throws {
+    func theWalkGivesTheOrderOfSortedPaths(jobs: Int) async throws {
         let folder = try TemporaryFolder()
         try Self.makeTree(in: folder)
-        let ours = try shellRun("\"$demo\" hash --jobs \(jobs) tree", in: folder)
-        let theirs = try shellRun(Self.pipeline, in: folder)
+        let ours = try await shellRun("\"$demo\" hash --jobs \(jobs) tree", in: folder)
+        let theirs = try await shellRun(Self.pipeline, in: folder)
         #expect(ours.status == 0)
         #expect(ours.errorBytes.isEmpty)
         #expect(ours.outputBytes == theirs.outputBytes)
         #expect(ours.outputBytes.filter { $0 == UInt8(ascii: "\n") }.count == Self.files.count)
         // The trailing slash of a path given stays in the names, as with `find tree/`.
-        let slashed = try shellRun("\"$demo\" hash tree/", in: folder)
-        #expect(slashed.outputBytes == (try shellRun(Self.pipeline.replacingOccurrences(of: "find tree", with: "find tree/"), in: folder)).outputBytes)
+        let slashed = try await shellRun("\"$demo\" hash tree/", in: folder)
+        #expect(slashed.outputBytes == (try await shellRun(Self.pipeline.replacingOccurrences(of: "find tree", with: "find tree/"), in: folder)).outputBytes)
     }
 
     /// Many names in one folder, of random bytes (any but `/` and NUL), some of them folders.
-    @Test func aFolderOfRandomNamesComesOutInSortedOrder() throws {
+    @Test func aFolderOfRandomNamesComesOutInSortedOrder() async throws {
         let folder = try TemporaryFolder()
         var generator = SystemRandomNumberGenerator()
         var made = 0
@@ -76,27 +76,27 @@ import Darwin
             try folder.makeFile(made % 3 == 0 ? path + Self.bytes("/f") : path, contents: [UInt8(truncatingIfNeeded: made)])
             made += 1
         }
-        let ours = try shellRun("\"$demo\" hash --jobs 2 tree", in: folder)
-        let theirs = try shellRun(Self.pipeline, in: folder)
+        let ours = try await shellRun("\"$demo\" hash --jobs 2 tree", in: folder)
+        let theirs = try await shellRun(Self.pipeline, in: folder)
         #expect(ours.status == 0)
         #expect(ours.outputBytes == theirs.outputBytes)
         #expect(ours.outputBytes.filter { $0 == UInt8(ascii: "\n") }.count == made)
     }
 
-    @Test func anEmptyTreePrintsNothing() throws {
+    @Test func anEmptyTreePrintsNothing() async throws {
         let folder = try TemporaryFolder()
         mkdir(folder.path("tree"), 0o755)
         mkdir(folder.path("tree/empty"), 0o755)
         mkdir(folder.path("tree/empty/also"), 0o755)
-        let ours = try run(["hash", "tree", "tree/empty"], in: folder)
+        let ours = try await run(["hash", "tree", "tree/empty"], in: folder)
         #expect(ours.status == 0)
         #expect(ours.output == "")
         #expect(ours.error == "")
-        #expect((try shellRun(Self.pipeline, in: folder)).output == "")
+        #expect((try await shellRun(Self.pipeline, in: folder)).output == "")
     }
 
     /// 300 folders deep, with a file at every tenth level and beside the deepest folder.
-    @Test func aDeepTree() throws {
+    @Test func aDeepTree() async throws {
         let folder = try TemporaryFolder()
         var path = Self.bytes("tree")
         var count = 0
@@ -110,8 +110,8 @@ import Darwin
         }
         try folder.makeFile(path + Self.bytes("/last"), contents: [])
         count += 1
-        let ours = try shellRun("\"$demo\" hash tree", in: folder)
-        let theirs = try shellRun(Self.pipeline, in: folder)
+        let ours = try await shellRun("\"$demo\" hash tree", in: folder)
+        let theirs = try await shellRun(Self.pipeline, in: folder)
         #expect(ours.status == 0)
         #expect(ours.outputBytes == theirs.outputBytes)
         #expect(ours.outputBytes.filter { $0 == UInt8(ascii: "\n") }.count == count)
@@ -121,7 +121,7 @@ import Darwin
     /// after `x`): reported under their names, where `LC_ALL=C sort` puts those names, with
     /// `find`'s words. As root, run as nobody (root reads every folder).
     @Test(.enabled(if: getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
-    func unreadableFoldersAreReportedWhereTheirNamesSort() throws {
+    func unreadableFoldersAreReportedWhereTheirNamesSort() async throws {
         let folder = try TemporaryFolder()
         for name in ["x/in", "x.c", "x-d/in", "x0", "y/z/in", "y/z.c", "y/z0", "w"] {
             try folder.makeFile(Self.bytes("tree/") + Self.bytes(name), contents: Self.bytes(name))
@@ -135,7 +135,7 @@ import Darwin
         // As nobody, a sanitized build's leak checker could not open its suppressions file (under
         // a folder only its owner reads) and would say so in the output: it is off for this run.
         let asUser = getuid() == 0 ? "LSAN_OPTIONS=detect_leaks=0 /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
-        let ours = try shellRun("\(asUser)\"$demo\" hash tree 2>&1", in: folder)
+        let ours = try await shellRun("\(asUser)\"$demo\" hash tree 2>&1", in: folder)
         #expect(ours.status == 1)
         let expected = try [
             shell("sha256sum tree/w", in: folder), "futures-demo: tree/x: Permission denied\n",
@@ -143,7 +143,7 @@ import Darwin
             shell("sha256sum tree/y/z.c tree/y/z0", in: folder),
         ]
         #expect(ours.output == expected.joined())
-        let theirs = try shellRun("\(asUser)env LC_ALL=C find tree -type f 2>&1 >/dev/null", in: folder)
+        let theirs = try await shellRun("\(asUser)env LC_ALL=C find tree -type f 2>&1 >/dev/null", in: folder)
         #expect(theirs.output.contains("find: 'tree/x': Permission denied"))
         #expect(theirs.output.contains("find: 'tree/y/z': Permission denied"))
     }
