@@ -92,7 +92,7 @@ import Darwin
         try folder.makeSparseFile("big.img", size: 256 << 20)
         // `script` runs the command in a pseudo-terminal and copies what it writes.
         let started = ContinuousClock.now
-        let recorded = try shell("script -qfec '\(demo.path) hash --jobs 2 big.img data' /dev/null", in: folder)
+        let recorded = try await shellRun("script -qfec '\(demo.path) hash --jobs 2 big.img data' /dev/null", in: folder).output
         let elapsed = started.duration(to: .now)
         let frames = recorded.components(separatedBy: "\r\u{1B}[K[").count - 1
         #expect(frames >= 1)
@@ -106,10 +106,10 @@ import Darwin
         #expect(piped.error == "")
     }
 
-    @Test func aWriteErrorIsReportedWithStatus1() throws {
+    @Test func aWriteErrorIsReportedWithStatus1() async throws {
         let folder = try TemporaryFolder()
         try folder.makeTree()
-        let full = try shell("\(demo.path) hash data/one 2>&1 >/dev/full; echo \"status $?\"", in: folder)
+        let full = try await shellRun("\(demo.path) hash data/one 2>&1 >/dev/full; echo \"status $?\"", in: folder).output
         #expect(full == "futures-demo: write error: No space left on device\nstatus 1\n")
     }
 

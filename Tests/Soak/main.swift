@@ -43,8 +43,9 @@ struct Options {
             }
         }
         guard seconds > 0, threads > 0, maxGrowthMB > 0, length > 0, census.map({ $0 > 0 }) ?? true,
-              check.map({ !$0.isEmpty }) ?? true
-        else { Self.usage("every value must be positive") }
+              check.map({ !$0.isEmpty }) ?? true,
+              census == nil || check == nil
+        else { Self.usage("every value must be positive, and --census and --check do not go together") }
     }
 
     static func parse<Number: LosslessStringConvertible>(_ value: String, as option: String) -> Number {
@@ -103,23 +104,29 @@ if let seeds = options.check {
     let failures = Locked<[String]>([])
     let finished = DispatchSemaphore(value: 0)
     Task.detached {
+        // Each seed is named as it starts and each failure printed as it is found: a run killed
+        // for taking too long still shows which program it was running.
+        @Sendable func check(_ seed: UInt64) async -> Bool {
+            report("checking seed \(seed)")
+            guard let failure = await ModelCheck.check(seed: seed, length: length) else { return true }
+            report(failure)
+            failures.withLock { $0.append(failure) }
+            return false
+        }
         if together {
-            await withTaskGroup(of: String?.self) { group in
-                for seed in seeds { group.addTask { await ModelCheck.check(seed: seed, length: length) } }
-                for await failure in group { if let failure { failures.withLock { $0.append(failure) } } }
+            await withTaskGroup(of: Bool.self) { group in
+                for seed in seeds { group.addTask { await check(seed) } }
+                await group.waitForAll()
             }
         } else {
             for seed in seeds {
-                guard let failure = await ModelCheck.check(seed: seed, length: length) else { continue }
-                failures.withLock { $0.append(failure) }
-                break
+                guard await check(seed) else { break }
             }
         }
         finished.signal()
     }
     finished.wait()
     let found = failures.withLock { $0 }
-    for failure in found { report(failure) }
     if found.isEmpty { report("checked \(seeds.count) programs of \(length) steps, every one as the model says") }
     exit(found.isEmpty ? 0 : 1)
 }

@@ -175,7 +175,10 @@ struct ModelBasedTests {
     /// tests' synchronous bodies may hold all of them for minutes (under a sanitizer, on 2 cores).
     static func expectModelHolds(for seeds: [UInt64], length: Int, together: Bool = false) async throws {
         let arguments = ["--check", seeds.map(String.init).joined(separator: ","), "--length", String(length)]
-        let result = try await runBuiltExecutable("futures-soak", arguments + (together ? ["--together"] : []))
+        // Well inside the 30 minutes CI gives a whole test run, so a stuck program is named here.
+        let result = try await runBuiltExecutable(
+            "futures-soak", arguments + (together ? ["--together"] : []), deadline: .seconds(8 * 60)
+        )
         #expect(result.status == 0, "futures-soak \(arguments.joined(separator: " ")): \(result.output)")
         #expect(result.output.contains("every one as the model says"), "\(result.output)")
     }

@@ -50,35 +50,47 @@ func runBuiltExecutable(
     process.standardOutput = output
     process.standardError = discardingStandardError ? FileHandle.nullDevice : output
     let exited = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in exited.signal() }
-    try process.run()
-    let killedLate = LockedFlag()
-    let watchdog = DispatchWorkItem {
-        killedLate.set()
-        kill(process.processIdentifier, SIGKILL)
+    let end = ProcessEnd()
+    process.terminationHandler = { _ in
+        end.exited()
+        exited.signal()
     }
-    let seconds = Double(deadline.components.seconds)
-    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+    try process.run()
+    let pid = process.processIdentifier
+    DispatchQueue.global().asyncAfter(deadline: .now() + Double(deadline.components.seconds)) {
+        // Never once the process has exited: its number may belong to another process by now.
+        end.killUnlessExited(pid)
+    }
     let data = await offThePool {
         // The writing end closes when the process (and anything it started) exits or is killed.
         let data = output.fileHandleForReading.readDataToEndOfFile()
         exited.wait()
         return data
     }
-    watchdog.cancel()
     let text = String(decoding: data, as: UTF8.self)
-    if killedLate.isSet { return SubprocessResult(status: nil, output: text) }
+    if end.wasKilled { return SubprocessResult(status: nil, output: text) }
     let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
     return SubprocessResult(status: status, output: text)
 }
 
-/// A flag one thread sets and another reads.
-private final class LockedFlag: @unchecked Sendable {
-    // Safety: `value` is only touched while holding `lock`.
+/// Whether a subprocess exited, and whether the watchdog killed it first.
+private final class ProcessEnd: @unchecked Sendable {
+    // Safety: both flags are only touched while holding `lock`.
     private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+    private var hasExited = false
+    private var killed = false
+
+    func exited() { lock.withLock { hasExited = true } }
+
+    func killUnlessExited(_ pid: Int32) {
+        lock.withLock {
+            guard !hasExited else { return }
+            killed = true
+            kill(pid, SIGKILL)
+        }
+    }
+
+    var wasKilled: Bool { lock.withLock { killed } }
 }
 
 /// How many subprocesses may run at once: one per core. Without a bound, a parameterised test whose
