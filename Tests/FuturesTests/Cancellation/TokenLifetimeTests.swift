@@ -31,17 +31,17 @@ struct TokenLifetimeTests {
     }
 
     /// The meter the leak tests rely on sees a leak, and sees none where there is none.
-    @Test func theHeapMeterMeasuresWhatStaysAllocated() throws {
-        guard let leaking = try heapKeptPerIteration("meter-leak") else { return }  // under a sanitizer
+    @Test func theHeapMeterMeasuresWhatStaysAllocated() async throws {
+        guard let leaking = try await heapKeptPerIteration("meter-leak") else { return }  // under a sanitizer
         #expect(leaking >= 64, "a 64-byte array kept per iteration measured as \(leaking) B")
-        #expect(try #require(try heapKeptPerIteration("meter-clean")) < 32)
+        #expect(try #require(try await heapKeptPerIteration("meter-clean")) < 32)
     }
 
     /// Composed tokens and `unless` registrations on a long-lived token, each request's source
     /// dropped, keep nothing (measured in a process of its own).
     @Test(arguments: ["either", "both", "nested", "unless"])
-    func composedTokensOnALongLivedTokenKeepNothingPerRequest(scenario: String) throws {
-        guard let kept = try heapKeptPerIteration(scenario) else { return }
+    func composedTokensOnALongLivedTokenKeepNothingPerRequest(scenario: String) async throws {
+        guard let kept = try await heapKeptPerIteration(scenario) else { return }
         #expect(kept < 32, "\(scenario) keeps \(kept) B per request on a long-lived token")
     }
 

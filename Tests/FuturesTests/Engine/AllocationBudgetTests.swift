@@ -84,8 +84,8 @@ struct AllocationBudgetTests {
     }()
 
     @Test(arguments: budgets)
-    func operationsStayWithinTheirAllocationBudgets(budget: Budget) throws {
-        guard let (allocations, bytes) = try allocationsPerOperation(budget.scenario) else { return }
+    func operationsStayWithinTheirAllocationBudgets(budget: Budget) async throws {
+        guard let (allocations, bytes) = try await allocationsPerOperation(budget.scenario) else { return }
         #if DEBUG
         #expect(allocations >= 0 && bytes >= 0)
         #else
@@ -98,9 +98,9 @@ struct AllocationBudgetTests {
     /// allocation more than the same loop unobserved, and at most 80 bytes a level more (an entry
     /// of 32 bytes in a buffer that doubles; no wrapping closure, no copy into the drain's list, no
     /// cycle walk at each adoption because observers watch the loop's future).
-    @Test func observingEveryLevelOfALoopCostsOnlyItsCarriedEntries() throws {
-        guard let plain = try allocationsPerOperation("merging-loop-level"),
-              let observed = try allocationsPerOperation("observed-loop-level") else { return }
+    @Test func observingEveryLevelOfALoopCostsOnlyItsCarriedEntries() async throws {
+        guard let plain = try await allocationsPerOperation("merging-loop-level"),
+              let observed = try await allocationsPerOperation("observed-loop-level") else { return }
         #if !DEBUG
         #expect(observed.allocations == plain.allocations, "\(observed.allocations) allocations a level, \(plain.allocations) unobserved")
         #expect(observed.bytes - plain.bytes <= 80, "\(observed.bytes - plain.bytes) bytes a level more than unobserved")
@@ -110,9 +110,9 @@ struct AllocationBudgetTests {
 
     /// Once a chain's end is observed, a report costs no allocation, however many follow: no
     /// closure, job or list per report on the way to an `.immediate` handler.
-    @Test func aProgressReportToAnObservedChainAllocatesNothing() throws {
-        guard let (allocations, bytes) = try allocationsPerOperation("progress-report-observed"),
-              let (chain, _) = try allocationsPerOperation("progress-chain-observed") else { return }
+    @Test func aProgressReportToAnObservedChainAllocatesNothing() async throws {
+        guard let (allocations, bytes) = try await allocationsPerOperation("progress-report-observed"),
+              let (chain, _) = try await allocationsPerOperation("progress-chain-observed") else { return }
         #if !DEBUG
         #expect(allocations == 0, "\(allocations) allocations a report")
         #expect(bytes == 0, "\(bytes) bytes a report")
@@ -122,9 +122,9 @@ struct AllocationBudgetTests {
 
     /// Awaiting a pending future costs no more allocations than awaiting a checked continuation
     /// resumed the same way.
-    @Test func awaitingAPendingFutureAllocatesNoMoreThanAContinuation() throws {
-        guard let (future, _) = try allocationsPerOperation("await-pending"),
-              let (continuation, _) = try allocationsPerOperation("continuation-pending") else { return }
+    @Test func awaitingAPendingFutureAllocatesNoMoreThanAContinuation() async throws {
+        guard let (future, _) = try await allocationsPerOperation("await-pending"),
+              let (continuation, _) = try await allocationsPerOperation("continuation-pending") else { return }
         #if !DEBUG
         #expect(future <= continuation, "await: \(future) allocations, continuation: \(continuation)")
         #endif
@@ -151,9 +151,9 @@ struct AllocationBudgetTests {
     ]
 
     @Test(arguments: carriedCosts)
-    func aCarrierCostsARegistrationOneAllocation(cost: CarriedCost) throws {
-        guard let (plain, _) = try allocationsPerOperation(cost.plain),
-              let (carried, _) = try allocationsPerOperation(cost.carried) else { return }
+    func aCarrierCostsARegistrationOneAllocation(cost: CarriedCost) async throws {
+        guard let (plain, _) = try await allocationsPerOperation(cost.plain),
+              let (carried, _) = try await allocationsPerOperation(cost.carried) else { return }
         #if !DEBUG
         #expect(carried == plain + 1, "\(cost.plain): \(plain) allocations, \(cost.carried): \(carried)")
         #endif
@@ -161,8 +161,8 @@ struct AllocationBudgetTests {
     }
 
     /// The meter counts: a promise allocates at least its storage, in any build.
-    @Test func theAllocationMeterCounts() throws {
-        guard let (allocations, bytes) = try allocationsPerOperation("promise") else { return }
+    @Test func theAllocationMeterCounts() async throws {
+        guard let (allocations, bytes) = try await allocationsPerOperation("promise") else { return }
         #expect(allocations >= 1)
         #expect(bytes >= 64)
     }
@@ -170,8 +170,8 @@ struct AllocationBudgetTests {
 
 /// Allocations and bytes per operation of `scenario`, or `nil` where allocations cannot be counted
 /// (under a sanitizer, or off glibc).
-func allocationsPerOperation(_ scenario: String) throws -> (allocations: Int, bytes: Int)? {
-    let words = try runLeakCheck(["--allocations", scenario])
+func allocationsPerOperation(_ scenario: String) async throws -> (allocations: Int, bytes: Int)? {
+    let words = try await runLeakCheck(["--allocations", scenario])
     guard words.count == 3 || (words.count == 2 && words[1] == "unmeasured"), words[0] == scenario else {
         throw LeakCheckError(output: words.joined(separator: " "), status: 0)
     }

@@ -60,7 +60,7 @@ struct DepthMatrixTests {
     func endsAtDepth(_ entry: Case) async throws {
         let depth = Self.depth(of: entry.kind)
         let result = try await runBuiltExecutable(
-            "futures-depthcheck", [entry.structure, entry.ending, String(depth)], stackKiB: 512, discardingStandardError: true
+            "futures-depthcheck", [entry.structure, entry.ending, String(depth)], stackKiB: 512, standardError: .discarded
         )
         #expect(result.status == 0, "\(entry.structure) \(entry.ending) at depth \(depth): \(result.output)")
         #expect(result.output.hasPrefix("ok "), "\(entry.structure) \(entry.ending) at depth \(depth): \(result.output)")

@@ -16,8 +16,8 @@ struct RegistrationRemovalTests {
         "timeout-long-lived-cancelled", "race-lost", "all-failed-fast",
         "map-progress-cancelled", "observe-progress-cancelled", "flatMap-progress-cancelled",
     ])
-    func leavingALongLivedFutureKeepsNothing(scenario: String) throws {
-        guard let kept = try heapKeptPerIteration(scenario) else { return }  // under a sanitizer
+    func leavingALongLivedFutureKeepsNothing(scenario: String) async throws {
+        guard let kept = try await heapKeptPerIteration(scenario) else { return }  // under a sanitizer
         #expect(kept < 16, "\(scenario) keeps \(kept) B per iteration on a long-lived future")
     }
 

@@ -512,8 +512,8 @@ struct ProgressTests {
 
     /// A sequence abandoned on a long-lived future keeps no heap (measured in a process of its own).
     @Test(arguments: ["progressUpdates-broken-off", "progressUpdates-cancelled", "progressUpdates-dropped"])
-    func anAbandonedProgressSequenceKeepsNothing(scenario: String) throws {
-        guard let kept = try heapKeptPerIteration(scenario) else { return }  // under a sanitizer
+    func anAbandonedProgressSequenceKeepsNothing(scenario: String) async throws {
+        guard let kept = try await heapKeptPerIteration(scenario) else { return }  // under a sanitizer
         #expect(kept < 16, "\(scenario) keeps \(kept) B per iteration on a long-lived future")
     }
 

@@ -119,27 +119,19 @@ func isCycle<V>(_ outcome: Outcome<V>?) -> Bool {
 /// Bytes of heap one iteration of `scenario` keeps, measured by `futures-leakcheck` (built with the
 /// tests) in a process of its own, where no other test allocates meanwhile. `nil` when the heap
 /// cannot be measured (under a sanitizer, whose allocator malloc's counters do not see).
-func heapKeptPerIteration(_ scenario: String) throws -> Int? {
-    let words = try runLeakCheck([scenario])
+func heapKeptPerIteration(_ scenario: String) async throws -> Int? {
+    let words = try await runLeakCheck([scenario])
     guard words.count == 2, words[0] == scenario else {
         throw LeakCheckError(output: words.joined(separator: " "), status: 0)
     }
     return words[1] == "unmeasured" ? nil : Int(words[1])
 }
 
-/// Runs `futures-leakcheck` with `arguments`; returns the words it printed.
-func runLeakCheck(_ arguments: [String]) throws -> [String] {
-    let process = Process()
-    process.executableURL = builtProductsDirectory.appendingPathComponent("futures-leakcheck")
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else { throw LeakCheckError(output: text, status: process.terminationStatus) }
-    return text.split(whereSeparator: \.isWhitespace).map(String.init)
+/// Runs `futures-leakcheck` with `arguments`, off the pool; returns the words it printed.
+func runLeakCheck(_ arguments: [String]) async throws -> [String] {
+    let result = try await runBuiltExecutable("futures-leakcheck", arguments, standardError: .inherited)
+    guard result.status == 0 else { throw LeakCheckError(output: result.output, status: result.status ?? -1) }
+    return result.output.split(whereSeparator: \.isWhitespace).map(String.init)
 }
 
 struct LeakCheckError: Error {

@@ -14,6 +14,11 @@ func offThePool<Result: Sendable>(_ body: @escaping @Sendable () -> Result) asyn
     }
 }
 
+/// Where a subprocess's standard error goes: into its output, nowhere, or to the tests' own.
+enum StandardError {
+    case merged, discarded, inherited
+}
+
 /// What a subprocess printed (standard output, and standard error unless discarded) and its exit
 /// status: a signal's number plus 128 for a crash, and `nil` when it was killed for running past
 /// its deadline.
@@ -26,13 +31,12 @@ struct SubprocessResult: Sendable {
 /// at once as the machine has cores, and kills it if it runs past `deadline`.
 ///
 /// With `stackKiB`, every thread of the process gets a stack of that size (the limit applies to the
-/// main thread and is every new thread's default size). Standard error goes into the output, unless
-/// `discardingStandardError`.
+/// main thread and is every new thread's default size).
 func runBuiltExecutable(
     _ name: String,
     _ arguments: [String],
     stackKiB: Int? = nil,
-    discardingStandardError: Bool = false,
+    standardError: StandardError = .merged,
     deadline: Duration = .seconds(20 * 60)
 ) async throws -> SubprocessResult {
     await SubprocessSlots.shared.acquire()
@@ -48,7 +52,11 @@ func runBuiltExecutable(
     }
     let output = Pipe()
     process.standardOutput = output
-    process.standardError = discardingStandardError ? FileHandle.nullDevice : output
+    switch standardError {
+    case .merged: process.standardError = output
+    case .discarded: process.standardError = FileHandle.nullDevice
+    case .inherited: break
+    }
     let exited = DispatchSemaphore(value: 0)
     let end = ProcessEnd()
     process.terminationHandler = { _ in

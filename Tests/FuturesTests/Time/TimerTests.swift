@@ -109,8 +109,8 @@ struct TimerTests {
     /// Measured in a process of its own: a timeout finished or cancelled, and an `after`
     /// cancelled, long before their 8-second deadline keep nothing.
     @Test(arguments: ["timeout-finished", "timeout-cancelled", "after-cancelled"])
-    func finishedAndCancelledTimersKeepNothing(scenario: String) throws {
-        guard let kept = try heapKeptPerIteration(scenario) else { return }
+    func finishedAndCancelledTimersKeepNothing(scenario: String) async throws {
+        guard let kept = try await heapKeptPerIteration(scenario) else { return }
         #expect(kept < 32, "\(scenario) keeps \(kept) B")
     }
 
