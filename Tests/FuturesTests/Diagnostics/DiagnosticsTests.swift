@@ -383,7 +383,7 @@ struct TrackedTestError: Error {}
         #expect(scope.pendingFutures.isEmpty)
     }
 
-    @Test func snapshotsWhileFuturesAreMadeAndFreedOnOtherThreads() {
+    @Test func snapshotsWhileFuturesAreMadeAndFreedOnOtherThreads() async {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
         let makers = 4
@@ -391,28 +391,30 @@ struct TrackedTestError: Error {}
         let kinds: Set<String> = ["promise", "map", "flatMap", "all", "future"]
         let kept = Recorder<Promise<Int>>()
         // One thread snapshots the table (the scope's futures, every future, the dump) while the
-        // others make futures (chains, merges, joins) and free them.
-        DispatchQueue.concurrentPerform(iterations: makers + 1) { index in
-            guard index < makers else {
-                for _ in 0..<rounds / 10 {
-                    #expect(scope.pendingFutures.allSatisfy { kinds.contains($0.kind) })
-                    #expect(!FutureDiagnostics.dumpPending().isEmpty)
+        // others make futures (chains, merges, joins) and free them; the test waits off the pool.
+        await offThePool {
+            DispatchQueue.concurrentPerform(iterations: makers + 1) { index in
+                guard index < makers else {
+                    for _ in 0..<rounds / 10 {
+                        #expect(scope.pendingFutures.allSatisfy { kinds.contains($0.kind) })
+                        #expect(!FutureDiagnostics.dumpPending().isEmpty)
+                    }
+                    return
                 }
-                return
-            }
-            scope.run {
-                for round in 0..<rounds {
-                    let source = Promise<Int>()
-                    let inner = Promise<Int>()
-                    let adopted = source.future.flatMap(on: .immediate) { _ in inner.future }
-                    let joined = Future.all([adopted.map(on: .immediate) { $0 + 1 }, Future(value: round)])
-                    source.succeed(round)
-                    inner.succeed(round)
-                    #expect(joined.outcome?.value == [round + 1, round])
+                scope.run {
+                    for round in 0..<rounds {
+                        let source = Promise<Int>()
+                        let inner = Promise<Int>()
+                        let adopted = source.future.flatMap(on: .immediate) { _ in inner.future }
+                        let joined = Future.all([adopted.map(on: .immediate) { $0 + 1 }, Future(value: round)])
+                        source.succeed(round)
+                        inner.succeed(round)
+                        #expect(joined.outcome?.value == [round + 1, round])
+                    }
+                    let left = Promise<Int>()
+                    left.future.named("left \(index)")
+                    kept.append(left)
                 }
-                let left = Promise<Int>()
-                left.future.named("left \(index)")
-                kept.append(left)
             }
         }
         let pending = scope.pendingFutures
