@@ -385,11 +385,11 @@ extension FutureStorage: ProgressNode {
 
     @usableFromInline
     func beginForwarding() -> (upstream: (any ProgressNode)?, demand: (@Sendable () -> Void)?) {
-        let (upstream, demand) = LockTable.withLock(self) {
-            () -> ((any ProgressNode)?, (@Sendable (FutureStorage<Value>) -> Void)?) in
+        // The closure's result names no type of `Value`, and only a future with rare state looks
+        // for a demand (out of line): unspecialised, either would look type metadata up per call.
+        LockTable.withLock(self) { () -> ((any ProgressNode)?, (@Sendable () -> Void)?) in
             guard phase == .pending else { return (nil, nil) }
-            let demand = extras?.onProgressDemand
-            extras?.onProgressDemand = nil
+            let demand = rare == nil ? nil : takeProgressDemandLocked()
             let state = ensureProgress
             guard !state.forwarding, let upstream = self.upstream?.resolved as? any ProgressNode else { return (nil, demand) }
             state.forwarding = true
@@ -397,9 +397,15 @@ extension FutureStorage: ProgressNode {
             state.followedVersion = 0
             return (upstream, demand)
         }
-        guard let demand else { return (upstream, nil) }
-        let start: @Sendable () -> Void = { demand(self) }
-        return (upstream, start)
+    }
+
+    /// Takes this pending future's progress demand, if it has one, as work to run after the lock
+    /// (caller holds the lock; the work is handed on, not released, here).
+    @inline(never)
+    private func takeProgressDemandLocked() -> (@Sendable () -> Void)? {
+        guard let extras, let demand = extras.onProgressDemand else { return nil }
+        extras.onProgressDemand = nil
+        return { demand(self) }
     }
 
     @usableFromInline
@@ -408,15 +414,22 @@ extension FutureStorage: ProgressNode {
             switch node.phase {
             case .linked: node.linkedFutureTrap()
             case .never: return (0, 0)
-            case .completed:
-                let version = node.progress?.version ?? 0
-                return (node.result?.isSuccess == true ? 1 : node.progress?.value ?? 0, version)
+            case .completed: return node.finalProgressLocked()
             case .pending:
                 let state = node.ensureProgress
                 state.add(make())
                 return (state.value, state.version)
             }
         }
+    }
+
+    /// What a completed future reports to a new observer (caller holds the lock). Out of line: a
+    /// function that reads the outcome looks its type metadata up where it starts, and the common
+    /// case, a pending future, reads none.
+    @inline(never)
+    private func finalProgressLocked() -> (Double, UInt64) {
+        let version = progress?.version ?? 0
+        return (result?.isSuccess == true ? 1 : progress?.value ?? 0, version)
     }
 
     @usableFromInline
