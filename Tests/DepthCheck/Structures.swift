@@ -300,6 +300,22 @@ func makeStructures() -> [Structure] { [
               expect: { ending in
                   ending == .cancelInner ? (.failure, true) : passThrough(ending)
               }),
+    // The same, with its progress followed from the outermost future: each join, followed for the
+    // first time, observes its members, and the member below is a join that does the same.
+    Structure(name: "all-progress", kind: "join", endings: allEndings,
+              build: { n in
+                  let built = nest { a, b in Future.all([a, b], policy: .failFast).map(on: .immediate, sum) }(n)
+                  let seen = Counter()
+                  built.outer!.whenProgress(on: .immediate) { _ in seen.add() }
+                  built.root!.progress = 0.5
+                  built.extraCheck = { ending in
+                      ending == .succeed && seen.value == 0 ? "the observer never heard the final progress" : nil
+                  }
+                  return built
+              },
+              expect: { ending in
+                  ending == .cancelInner ? (.failure, true) : passThrough(ending)
+              }),
     Structure(name: "all-collectErrors", kind: "join", endings: allEndings,
               build: nest { a, b in Future.all([a, b], policy: .collectErrors).map(on: .immediate, sum) },
               expect: { ending in
@@ -318,6 +334,22 @@ func makeStructures() -> [Structure] { [
               build: nest { a, b in Future.zip(a, b).map(on: .immediate) { $0 &+ $1 } },
               expect: { ending in
                   ending == .cancelInner ? (.failure, true) : passThrough(ending)
+              }),
+    // A race nested directly in a race, its progress followed: the leader's reports pass each level.
+    Structure(name: "race-progress", kind: "join", endings: allEndings,
+              build: { n in
+                  let built = nest { a, b in Future.race([a, b]) }(n)
+                  let seen = Counter()
+                  built.outer!.whenProgress(on: .immediate) { _ in seen.add() }
+                  built.root!.progress = 0.5
+                  built.extraCheck = { _ in seen.value == 0 ? "the observer never heard the root's report" : nil }
+                  return built
+              },
+              expect: { ending in
+                  switch ending {
+                  case .cancelInner: (.success, true)
+                  default: passThrough(ending)
+                  }
               }),
     Structure(name: "race", kind: "join", endings: allEndings,
               build: nest { a, b in Future.race([a, b]) },

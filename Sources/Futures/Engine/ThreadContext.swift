@@ -50,6 +50,13 @@ final class ThreadContext {
     @exclusivity(unchecked) var withdrawals: [UpstreamLink?] = []
     @exclusivity(unchecked) var withdrawalHead = 0
 
+    /// How many pieces of joins' progress work are running on this thread, one inside another (see
+    /// ``ProgressNesting``); past a few, further ones queue in `progressWork` instead of recursing,
+    /// and the outermost one runs them before it returns. A slot is emptied as its work is taken.
+    @exclusivity(unchecked) var progressNesting = 0
+    @exclusivity(unchecked) var progressWork: [(() -> Void)?] = []
+    @exclusivity(unchecked) var progressWorkHead = 0
+
     /// This thread's slot in the adoption gate (see ``AdoptionGate``).
     let gateSlot = AdoptionGate.assignSlot()
 

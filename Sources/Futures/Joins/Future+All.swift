@@ -233,7 +233,15 @@ extension Future {
             let key = ObjectIdentifier(target)
             for (index, member) in state.allMembers() {
                 member.observeProgress(follower: key) { value, _ in
+                    // The join's observers may include the join it is a member of: deep in a nest,
+                    // the report queues rather than recursing (a closure is made only then).
+                    guard ProgressNesting.enter() else {
+                        return ProgressNesting.queue {
+                            target.setProgress(meter.withLock { $0.record(value, at: index) }, from: nil)
+                        }
+                    }
                     target.setProgress(meter.withLock { $0.record(value, at: index) }, from: nil)
+                    ProgressNesting.leave()
                 }
             }
             // Decided, the join leaves its members' progress: a long-lived loser keeps nothing of it.

@@ -363,7 +363,7 @@ extension FutureStorage: ProgressNode {
         var node = start
         while true {
             let (next, demand) = node.beginForwarding()
-            demand?()
+            if let demand { runProgressDemand(demand) }
             guard let upstream = next else { return }
             let follower = node
             let source = ObjectIdentifier(upstream)
@@ -381,6 +381,15 @@ extension FutureStorage: ProgressNode {
             follower.receiveUpstreamProgress(current, version: version, from: source)
             node = upstream
         }
+    }
+
+    /// Runs a join's progress set-up (it observes the join's members, which starts following in
+    /// each, and a member that is a join starts its own), inline or, deep in a nest of joins,
+    /// queued for the outermost set-up (see ``ProgressNesting``).
+    static func runProgressDemand(_ demand: @escaping @Sendable () -> Void) {
+        guard ProgressNesting.enter() else { return ProgressNesting.queue(demand) }
+        demand()
+        ProgressNesting.leave()
     }
 
     @usableFromInline
@@ -494,5 +503,47 @@ extension FutureStorage: ProgressNode {
         // From the future that holds the state now: another adoption may have merged this one
         // since the locks were released, and taken over the upstream it is to follow.
         if refollow { Self.startFollowing(root()) }
+    }
+}
+
+/// The trampoline for joins' progress work: a join followed for the first time observes its
+/// members, and a member's report reaches the join's own observers, among them the join it is a
+/// member of. A nest of joins would recurse once per level; past a few levels (the same bound as
+/// withdrawals', ``Cancellation/inlineNesting``) the work queues instead, and the outermost piece
+/// runs the queue, in order, before it returns: a nest thousands deep sets up and reports in a
+/// loop, and the call that started it returns only once it is done.
+@usableFromInline
+enum ProgressNesting {
+    /// Whether work may run inline now; if so, the caller runs it and then calls ``leave()``.
+    @usableFromInline
+    static func enter() -> Bool {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        guard context.progressNesting < Cancellation.inlineNesting else { return false }
+        context.progressNesting += 1
+        return true
+    }
+
+    /// Queues work that ``enter()`` refused, for the outermost piece to run.
+    @usableFromInline
+    static func queue(_ work: @escaping () -> Void) {
+        ThreadContext.current.takeUnretainedValue().progressWork.append(work)
+    }
+
+    /// Ends a piece of work ``enter()`` allowed; the outermost runs what was queued meanwhile.
+    @usableFromInline
+    static func leave() {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        // Each queued piece is moved out of the queue first, and runs at the outermost level, so
+        // what it does in turn may nest a few levels again before queueing.
+        while context.progressNesting == 1, context.progressWorkHead < context.progressWork.count {
+            let work = context.progressWork[context.progressWorkHead].take()!
+            context.progressWorkHead += 1
+            work()
+        }
+        if context.progressNesting == 1, !context.progressWork.isEmpty {
+            context.progressWork.removeAll(keepingCapacity: context.progressWork.capacity <= 1024)
+            context.progressWorkHead = 0
+        }
+        context.progressNesting -= 1
     }
 }
