@@ -329,7 +329,9 @@ extension FutureStorage: ProgressNode {
     }
 
     /// The current progress: 1 after success; the last value otherwise. Reading it sets up
-    /// following, so it is current from then on.
+    /// following, so it is current from then on (read inside a progress handler deep in a nest of
+    /// joins, the deepest joins' set-up may still be queued until the handler's caller returns; see
+    /// ``ProgressNesting``).
     @usableFromInline
     var currentProgress: Double {
         Self.startFollowing(ownRoot())
