@@ -28,9 +28,15 @@ import Darwin
         let error = Pipe()
         process.standardOutput = output
         process.standardError = error
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
         try process.run()
+        // Its exit is awaited on a thread of its own with `waitUntilExit()`: on Linux a `Process`
+        // given a termination handler is never freed (LeakSanitizer reports it).
+        let exited = DispatchSemaphore(value: 0)
+        let waited = WaitedProcess(process)
+        Thread.detachNewThread {
+            waited.process.waitUntilExit()
+            exited.signal()
+        }
         let deadline = DispatchTime.now() + .seconds(480)
         func giveUp(_ waitingFor: String) {
             Issue.record("after 480 s the demo had not \(waitingFor)")
@@ -110,4 +116,12 @@ private struct TimedReader {
         while let more = read(waitingAtMost: 0), !more.isEmpty { data += more }
         return data
     }
+}
+
+/// A process whose exit one thread waits for while the test reads its number or ends it.
+private final class WaitedProcess: @unchecked Sendable {
+    // Safety: the waiting thread only calls `waitUntilExit()`; the test reads the process's number,
+    // may terminate it, and reads how it ended only after the waiting thread signalled its exit.
+    let process: Process
+    init(_ process: Process) { self.process = process }
 }

@@ -57,28 +57,35 @@ func runBuiltExecutable(
     case .discarded: process.standardError = FileHandle.nullDevice
     case .inherited: break
     }
-    let exited = DispatchSemaphore(value: 0)
     let end = ProcessEnd()
-    process.terminationHandler = { _ in
-        end.exited()
-        exited.signal()
-    }
     try process.run()
     let pid = process.processIdentifier
     DispatchQueue.global().asyncAfter(deadline: .now() + Double(deadline.components.seconds)) {
         // Never once the process has exited: its number may belong to another process by now.
         end.killUnlessExited(pid)
     }
+    // `waitUntilExit()`, not a termination handler: on Linux a `Process` given one is never freed
+    // (LeakSanitizer reports it and what it holds).
+    let finished = ProcessBox(process)
     let data = await offThePool {
         // The writing end closes when the process (and anything it started) exits or is killed.
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        exited.wait()
+        finished.process.waitUntilExit()
+        end.exited()
         return data
     }
     let text = String(decoding: data, as: UTF8.self)
     if end.wasKilled { return SubprocessResult(status: nil, output: text) }
     let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
     return SubprocessResult(status: status, output: text)
+}
+
+/// A process handed to the thread that waits for it (which alone touches it until it has exited).
+private final class ProcessBox: @unchecked Sendable {
+    // Safety: the launching task hands the process over and reads it again only after the waiting
+    // thread has resumed it (the continuation orders the two).
+    let process: Process
+    init(_ process: Process) { self.process = process }
 }
 
 /// Whether a subprocess exited, and whether the watchdog killed it first.
