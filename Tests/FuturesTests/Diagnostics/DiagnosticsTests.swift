@@ -340,20 +340,18 @@ struct TrackedTestError: Error {}
         let scope = FutureDiagnostics.Scope()
         // Fewer under a sanitizer: the trap this looks for is a debug build's, and there the two
         // threads kept both cores busy for minutes while other tests' timers waited for the pool.
-        let snapshots = DepthMatrixTests.sanitized ? 2_000 : 15_000
+        let snapshots = DepthMatrixTests.sanitized ? 2_000 : 5_000
         let done = Recorder<Bool>()
         let made = Recorder<Int>()
         let finished = DispatchSemaphore(value: 0)
         // Two threads of their own, and the test waits for them off the pool: busy as they are for
         // a while (a minute under ThreadSanitizer), they would hold back other tests' jobs on it.
         Thread {
-            for index in 0..<snapshots {
-                _ = scope.pendingFutures
-                // Every future's snapshot now and then, not each time: a snapshot of every future
-                // holds what the tracked futures link to until it ends, and tests beside this one
-                // check that futures they let go of are freed (a million-link chain takes seconds).
-                if index % 100 == 0 { _ = FutureDiagnostics.pendingFutures() }
-            }
+            // The scope's snapshots only: they walk the whole table as a snapshot of every future
+            // does, but read and retain only the scope's futures (a snapshot of every future holds what
+            // those futures link to until it ends, and tests beside this one check that futures
+            // they let go of are freed at once).
+            for _ in 0..<snapshots { _ = scope.pendingFutures }
             done.append(true)
             finished.signal()
         }.start()
@@ -429,10 +427,20 @@ struct TrackedTestError: Error {}
     }
 }
 
-/// The watchdog's tests, one at a time: a watchdog looks at every tracked future, so one test's
-/// watchdog could report the other's futures first (to the right scope, but at its own moment).
-@Suite(.serialized) struct WatchdogTests {
-        @Test func theWatchdogReportsEachStalledFutureOnce() async throws {
+/// The watchdog's tests, each in a process of its own: a watchdog looks at every tracked future, so
+/// one test's watchdog could report another's futures first (to the right scope, but at its own
+/// moment), and a look holds, until it ends, what those futures link to, where tests beside these
+/// check that futures they let go of are freed at once.
+@Suite struct WatchdogTests {
+        @Test func theWatchdogReportsEachStalledFutureOnce() async {
+            await #expect(processExitsWith: .success) { await Self.reportsEachStalledFutureOnce() }
+        }
+
+        @Test func theWatchdogsLooksNeverOverlap() async {
+            await #expect(processExitsWith: .success) { await Self.looksNeverOverlap() }
+        }
+
+        static func reportsEachStalledFutureOnce() async {
             let log = EventScope(includingStalled: true)
             let clock = ManualClock()
             let first = log.scope.run { Promise<Int>() }
@@ -463,7 +471,7 @@ struct TrackedTestError: Error {}
 
         /// The next look is set only once a look has ended, its reports included: time passing while
         /// the reporter runs starts no second look beside it.
-        @Test func theWatchdogsLooksNeverOverlap() async throws {
+        static func looksNeverOverlap() async {
             let clock = ManualClock()
             let later = Recorder<Promise<Int>>()
             let reported = Recorder<String>()

@@ -12,7 +12,18 @@ struct ArticleLogger {
 }
 
 @Suite struct DiagnosticsArticleTests {
-    @Test func aPromiseCapturedByItsOwnCancellationHandlerShowsInTheTree() throws {
+    // The two examples that print every tracked future run in a process of their own: a snapshot
+    // of every future holds, until it ends, what those futures link to, and tests beside these
+    // check that futures they let go of are freed at once.
+    @Test func aPromiseCapturedByItsOwnCancellationHandlerShowsInTheTree() async {
+        await #expect(processExitsWith: .success) { try Self.aPromiseCapturedByItsOwnCancellationHandler() }
+    }
+
+    @Test func aCycleThroughAJoinShowsInTheTree() async {
+        await #expect(processExitsWith: .success) { try Self.aCycleThroughAJoin() }
+    }
+
+    static func aPromiseCapturedByItsOwnCancellationHandler() throws {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
         let (answer, tree, line) = scope.run { () -> (Future<Int>, String, Int) in
@@ -38,7 +49,7 @@ struct ArticleLogger {
         #expect(scope.pendingFutures.isEmpty)
     }
 
-    @Test func aCycleThroughAJoinShowsInTheTree() throws {
+    static func aCycleThroughAJoin() throws {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
         let (first, cycle) = scope.run { () -> (Promise<Int>, String) in
