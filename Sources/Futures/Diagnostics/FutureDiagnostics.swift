@@ -26,13 +26,20 @@ public enum FutureDiagnostics {
     public static var isTracking: Bool { Tracking.isOn }
 
     /// The tracked futures that are still pending, oldest first.
+    ///
+    /// Until it returns, the snapshot keeps alive what each tracked future waits on or was merged
+    /// into: a future whose last reference goes meanwhile is freed when the snapshot ends, on the
+    /// caller's thread. ``dumpPending()`` and the watchdog's looks take the same snapshot; a
+    /// scope's (``FutureDiagnostics/Scope/pendingFutures``) keeps alive only what its own futures
+    /// hold.
     public static func pendingFutures() -> [PendingFuture] {
         Tracking.pending()
     }
 
     /// The pending futures as a tree: those nobody waits on at the top, and below each what it
     /// waits on, down to the promise or producer that has not completed. A cycle, where nothing is
-    /// at the top, is listed from its oldest future, and marked where it closes.
+    /// at the top, is listed from its oldest future, and marked where it closes. It takes the
+    /// snapshot ``pendingFutures()`` takes.
     public static func dumpPending() -> String {
         PendingTree(Tracking.pending()).render()
     }
