@@ -21,6 +21,10 @@ import Futures
 ///   `.cancelled`; every other error fails it.
 /// - A response with an HTTP error status (404, 500, ...) is a response, not an error: the future
 ///   succeeds, and the status is in the `HTTPURLResponse`.
+/// - Threads: the session's delegate, which reports progress and completes the futures, runs on a
+///   serial queue of its own, so transfers end even while the process keeps every thread of the
+///   shared concurrent pool busy (on Linux, Swift concurrency's tasks run on that pool too).
+///   Callbacks on `.immediate` run there; keep them short.
 ///
 /// The class owns its `URLSession` and the session's delegate, because only a session's own
 /// delegate hears about bytes as they arrive on every platform: on Linux a task made with a
@@ -37,6 +41,9 @@ public final class FutureURLSession: Sendable {
     /// invalidates it, so no call can meet a session invalidated behind its back.
     private let session: URLSession
     private let delegate: SessionDelegate
+    /// The serial queue the delegate's callbacks run on. An `OperationQueue` holds its underlying
+    /// queue unowned, so this object keeps it.
+    private let delegateCallbacks: DispatchQueue
     private let isShared: Bool
 
     /// Creates a session with `configuration`.
@@ -48,9 +55,18 @@ public final class FutureURLSession: Sendable {
 
     private init(configuration: URLSessionConfiguration, isShared: Bool) {
         let delegate = SessionDelegate()
+        // The delegate's callbacks run on a serial queue of their own, not on an operation queue's
+        // default, the shared concurrent pool: a serial queue is given a thread even while the
+        // pool's threads are all busy. On Linux, Swift concurrency's tasks run on that pool too, so
+        // in a process whose tasks keep every thread busy, no future of the session would hear of
+        // progress or completion until a thread came free, and a transfer waiting on its own
+        // progress (a reply sent in parts as the client reports them) would time out.
+        let callbacks = DispatchQueue(label: "FutureURLSession delegate")
         let queue = OperationQueue()
         queue.name = "FutureURLSession delegate"
         queue.maxConcurrentOperationCount = 1
+        queue.underlyingQueue = callbacks
+        delegateCallbacks = callbacks
         self.delegate = delegate
         self.isShared = isShared
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)

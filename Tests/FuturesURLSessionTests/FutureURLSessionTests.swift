@@ -5,20 +5,37 @@ import FoundationNetworking
 #endif
 import Futures
 import FuturesURLSession
+import Synchronization
 import Testing
 
 typealias Recorder<Element: Sendable> = FuturesTestHelpers.Recorder<Element>
 
 /// Every test starts its own server on 127.0.0.1 and its own session. The time limit stops a hung
-/// test long before CI's, and is generous because under ThreadSanitizer on two cores the whole
-/// suite waits minutes for the busiest tests of other suites.
-@Suite(.timeLimit(.minutes(10))) struct FutureURLSessionTests {
+/// test before CI's limit of a step (30 minutes), and is generous because under ThreadSanitizer on
+/// two cores a test's every step waits for a thread of a pool that the busiest tests of other
+/// suites keep busy for minutes.
+@Suite(.timeLimit(.minutes(20))) struct FutureURLSessionTests {
     @Test func loadsASmallBody() async throws {
         let server = try TestServer()
         let session = FutureURLSession()
         let (data, response) = try await session.data(for: server.request("/small")).value
         #expect(data == TestServer.smallBody)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        try await server.shutdown()
+    }
+
+    /// On Linux, Swift concurrency's tasks and `DispatchQueue.global()` share one pool of threads,
+    /// and a process can keep every one of them busy; its transfers must still end.
+    @Test func aRequestEndsWhileEveryThreadOfThePoolIsBusy() async throws {
+        let server = try TestServer()
+        let session = FutureURLSession()
+        let (body, poolStayedBusy) = await offThePool {
+            let busy = BusyPool()
+            let body = try? session.data(for: server.request("/small")).wait().0
+            return (body, busy.release())
+        }
+        #expect(body == TestServer.smallBody)
+        #expect(poolStayedBusy, "the request ended only once a thread of the pool came free")
         try await server.shutdown()
     }
 
@@ -199,4 +216,39 @@ private func longWaitSession() -> FutureURLSession {
     let configuration = URLSessionConfiguration.default
     configuration.timeoutIntervalForRequest = TestServer.timeout
     return FutureURLSession(configuration: configuration)
+}
+
+/// Keeps every thread of the shared concurrent pool busy (as many blocks of `DispatchQueue.global()`
+/// as the machine has cores, each spinning without a lock, which would let the pool add a thread)
+/// from its creation, which returns once they all run, until ``release()``. So that a test whose
+/// code needs the pool ends rather than hangs, the blocks give up on their own after ``limit``.
+private final class BusyPool: Sendable {
+    private let running = Atomic(0)
+    private let released = Atomic(false)
+    private let gaveUp = Atomic(false)
+
+    static let limit: TimeInterval = 120
+
+    init() {
+        let threads = ProcessInfo.processInfo.activeProcessorCount
+        let giveUp = Date(timeIntervalSinceNow: Self.limit)
+        for _ in 0..<threads {
+            DispatchQueue.global().async { [self] in
+                running.add(1, ordering: .releasing)
+                while !released.load(ordering: .acquiring) {
+                    if Date() > giveUp {
+                        gaveUp.store(true, ordering: .releasing)
+                        break
+                    }
+                }
+            }
+        }
+        while running.load(ordering: .acquiring) < threads { sched_yield() }
+    }
+
+    /// Lets the blocks end; `true` if none had given up.
+    func release() -> Bool {
+        released.store(true, ordering: .releasing)
+        return !gaveUp.load(ordering: .acquiring)
+    }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import FuturesTestHelpers
 import Testing
 @testable import Futures
 

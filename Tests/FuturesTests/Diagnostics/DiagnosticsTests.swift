@@ -1,5 +1,6 @@
 import Foundation
 import Futures
+import FuturesTestHelpers
 import FuturesTestSupport
 import Testing
 

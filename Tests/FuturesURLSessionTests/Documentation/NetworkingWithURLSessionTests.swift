@@ -10,7 +10,7 @@ import Testing
 // The examples of the "Networking with URLSession" article and the README, against the test server.
 // The time limit is generous for the reason given on `FutureURLSessionTests`.
 
-@Suite(.timeLimit(.minutes(10))) struct NetworkingWithURLSessionTests {
+@Suite(.timeLimit(.minutes(20))) struct NetworkingWithURLSessionTests {
     @Test func loadingAPage() async throws {
         let server = try TestServer()
         let url = server.url("/large")
@@ -27,6 +27,8 @@ import Testing
         page.whenProgress { print("\(Int($0 * 100))%") }
         page.whenSuccess { data, response in print(data.count, "bytes") }
 
+        // A failed request throws here, rather than leaving the test waiting for lines never printed.
+        _ = try await page.value
         // The callbacks run on `.global()`, after the page has arrived.
         #expect(try await printedSize.future.value == "1048576 bytes")
         #expect(await printedAll.future.result.isSuccess)
