@@ -7,3 +7,13 @@ _Atomic(intptr_t) swift_futures_scope_count = 0;
 _Atomic(uint64_t) swift_futures_next_tracking_id = 1;
 _Atomic(intptr_t) swift_futures_gate_writer = 0;
 _Atomic(intptr_t) swift_futures_gate_next_slot = 0;
+
+swift_futures_stripe swift_futures_stripes[256] = {[0 ... 255] = {SWIFT_FUTURES_RAW_LOCK_INIT}};
+_Static_assert(sizeof(swift_futures_stripe) == 64, "a stripe lock is one cache line (LockTable.stride)");
+
+_Thread_local uintptr_t swift_futures_held_stripes = 0;
+
+swift_futures_gate swift_futures_adoption_gate = {.lock = SWIFT_FUTURES_RAW_LOCK_INIT};
+_Static_assert(sizeof(((swift_futures_gate *)0)->slots[0]) == 128, "a slot of the gate is two cache lines");
+
+_Thread_local void *swift_futures_thread_context = 0;

@@ -1,19 +1,31 @@
 #ifndef C_FUTURES_ATOMIC_GLOBALS_H
 #define C_FUTURES_ATOMIC_GLOBALS_H
 
-// The few word-sized atomic globals of the Futures module, and the operations it performs on them,
-// in C11 atomics: `Synchronization.Atomic` needs macOS 15 and iOS 18, newer than the package's
-// deployment targets, so the Swift module cannot declare them itself on every platform.
+// The globals of the Futures module that must need no lazy initialisation, and the operations it
+// performs on them:
+// - its few word-sized atomic globals, in C11 atomics: `Synchronization.Atomic` needs macOS 15 and
+//   iOS 18, newer than the package's deployment targets, so the Swift module cannot declare them
+//   itself on every platform;
+// - the globals it reads on every lock operation or callback (the stripe locks, the adoption gate,
+//   the per-thread state). A Swift global with an initialiser is initialised lazily, and every read
+//   of one checks that it was: one atomic load, except under ThreadSanitizer, where the Swift
+//   runtime takes a lock on each read (so that the sanitizer sees the initialisation happen before
+//   it). Every thread of a process that uses futures would then take that one lock all the time.
 //
-// The globals are defined in atomic_globals.c with constant initial values, so that reading one
-// needs no lazy initialisation. The operations are `static inline`: Swift inlines them, including
-// into the `@inlinable` code of Futures that its clients compile, where each is one instruction.
-// Every operation names its memory ordering, and the Swift code that calls it says why that
-// ordering is enough. Nothing here is for use outside Futures.
+// The globals are defined in atomic_globals.c with constant initial values. The operations are
+// `static inline`: Swift inlines them, including into the `@inlinable` code of Futures that its
+// clients compile, where each is one instruction. Every atomic operation names its memory ordering,
+// and the Swift code that calls it says why that ordering is enough. Nothing here is for use
+// outside Futures.
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#if defined(__APPLE__)
+#include <os/lock.h>
+#else
+#include <pthread.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -104,12 +116,7 @@ static inline intptr_t swift_futures_gate_next_slot_draw_relaxed(void) {
     return atomic_fetch_add_explicit(&swift_futures_gate_next_slot, 1, memory_order_relaxed);
 }
 
-// A slot of the gate: a counter of shared holders, at an address the Swift side allocated (aligned
-// for it) and never frees.
-
-static inline void swift_futures_gate_slot_init(void *slot) {
-    atomic_init((_Atomic(intptr_t) *)slot, 0);
-}
+// A slot of the gate: a counter of shared holders, in `swift_futures_adoption_gate` (below).
 
 static inline void swift_futures_gate_slot_add_seq_cst(void *slot, intptr_t delta) {
     atomic_fetch_add_explicit((_Atomic(intptr_t) *)slot, delta, memory_order_seq_cst);
@@ -121,6 +128,78 @@ static inline void swift_futures_gate_slot_subtract_release(void *slot, intptr_t
 
 static inline intptr_t swift_futures_gate_slot_load_seq_cst(void *slot) {
     return atomic_load_explicit((_Atomic(intptr_t) *)slot, memory_order_seq_cst);
+}
+
+// MARK: - The stripe locks
+
+// The platform lock the library uses (`RawLock` on the Swift side), and its unlocked value.
+#if defined(__APPLE__)
+typedef os_unfair_lock swift_futures_raw_lock;
+#define SWIFT_FUTURES_RAW_LOCK_INIT OS_UNFAIR_LOCK_INIT
+#else
+typedef pthread_mutex_t swift_futures_raw_lock;
+#define SWIFT_FUTURES_RAW_LOCK_INIT PTHREAD_MUTEX_INITIALIZER
+#endif
+
+/// One stripe lock, alone on its cache line (`LockTable.stride` bytes).
+typedef struct {
+    _Alignas(64) swift_futures_raw_lock lock;
+} swift_futures_stripe;
+
+/// The stripe locks (`LockTable.count` of them), initialised statically, never moved.
+extern swift_futures_stripe swift_futures_stripes[256];
+
+static inline void *swift_futures_stripes_base(void) {
+    return (void *)swift_futures_stripes;
+}
+
+static inline intptr_t swift_futures_stripe_count(void) {
+    return (intptr_t)(sizeof(swift_futures_stripes) / sizeof(swift_futures_stripes[0]));
+}
+
+static inline intptr_t swift_futures_stripe_stride(void) {
+    return (intptr_t)sizeof(swift_futures_stripes[0]);
+}
+
+/// The stripes this thread holds, encoded as `LockChecks` says (debug builds only).
+extern _Thread_local uintptr_t swift_futures_held_stripes;
+
+static inline uintptr_t swift_futures_held_stripes_get(void) {
+    return swift_futures_held_stripes;
+}
+
+static inline void swift_futures_held_stripes_set(uintptr_t value) {
+    swift_futures_held_stripes = value;
+}
+
+// MARK: - The adoption gate's storage
+
+/// The lock of the gate's exclusive holders, then its slots (`AdoptionGate.spacing` bytes apart):
+/// initialised statically, never moved.
+typedef struct {
+    _Alignas(128) swift_futures_raw_lock lock;
+    struct {
+        _Alignas(128) _Atomic(intptr_t) count;
+    } slots[16];
+} swift_futures_gate;
+
+extern swift_futures_gate swift_futures_adoption_gate;
+
+static inline void *swift_futures_adoption_gate_base(void) {
+    return (void *)&swift_futures_adoption_gate;
+}
+
+// MARK: - The thread's context
+
+/// This thread's `ThreadContext` (retained), or null until it first needs one.
+extern _Thread_local void *swift_futures_thread_context;
+
+static inline void *swift_futures_thread_context_get(void) {
+    return swift_futures_thread_context;
+}
+
+static inline void swift_futures_thread_context_set(void *context) {
+    swift_futures_thread_context = context;
 }
 
 #ifdef __cplusplus

@@ -271,16 +271,19 @@ struct CarrierSet: @unchecked Sendable {
             return CapturedContext(.two(first, second, self))
         }
         // The list is made at the first value found: capturing nothing allocates nothing here.
+        // A plain loop: `enumerated()` would look up its iterator's generic metadata on every
+        // call, which under ThreadSanitizer takes a lock of the Swift runtime.
         var values: [(any FutureContextCarrier)?]? = nil
-        for (index, carrier) in carriers.enumerated() {
-            guard let value = carrier.capture() else {
+        var index = 0
+        while index < carriers.count {
+            defer { index += 1 }
+            guard let value = carriers[index].capture() else {
                 values?.append(nil)
                 continue
             }
             if values == nil {
-                var made: [(any FutureContextCarrier)?] = []
+                var made: [(any FutureContextCarrier)?] = Array(repeating: nil, count: index)
                 made.reserveCapacity(carriers.count)
-                for _ in 0..<index { made.append(nil) }
                 values = made
             }
             values!.append(value)
@@ -315,10 +318,10 @@ struct CapturedContext: Sendable {
     func restore<R>(_ body: () throws -> R) rethrows -> R {
         switch values {
         case .one(let value): try value.restore(body)
-        case .nothing(let set): try Self.restore(nil, set.carriers[...], body)
+        case .nothing(let set): try Self.restore(nil, set.carriers, from: 0, body)
         case .two(let first, let second, let set):
             try Self.restore(first, set.carriers[0]) { try Self.restore(second, set.carriers[1], body) }
-        case .several(let values, let set): try Self.restore(values[...], set.carriers[...], body)
+        case .several(let values, let set): try Self.restore(values, set.carriers, from: 0, body)
         }
     }
 
@@ -332,18 +335,21 @@ struct CapturedContext: Sendable {
         return try carrier.withoutValue(body)
     }
 
-    /// Restores each carrier's value, or runs it without one, nested in the order installed (the
-    /// first outermost). `values` is `nil` when no carrier had one.
+    /// Restores the value of each carrier from `index` on, or runs it without one, nested in the
+    /// order installed (the first outermost). `values` is `nil` when no carrier had one.
+    ///
+    /// By index, not through slices: a slice's generic metadata is looked up on every call, and
+    /// under ThreadSanitizer each lookup takes a lock of the Swift runtime.
     private static func restore<R>(
-        _ values: ArraySlice<(any FutureContextCarrier)?>?,
-        _ carriers: Slice<UnsafeBufferPointer<any FutureContextCarrier.Type>>,
+        _ values: [(any FutureContextCarrier)?]?,
+        _ carriers: UnsafeBufferPointer<any FutureContextCarrier.Type>,
+        from index: Int,
         _ body: () throws -> R
     ) rethrows -> R {
-        guard let carrier = carriers.first else { return try body() }
-        let rest = values?.dropFirst()
-        if let value = values?.first ?? nil {
-            return try value.restore { try restore(rest, carriers.dropFirst(), body) }
+        guard index < carriers.count else { return try body() }
+        if let value = values?[index] {
+            return try value.restore { try restore(values, carriers, from: index + 1, body) }
         }
-        return try carrier.withoutValue { try restore(rest, carriers.dropFirst(), body) }
+        return try carriers[index].withoutValue { try restore(values, carriers, from: index + 1, body) }
     }
 }

@@ -39,18 +39,10 @@ import CFuturesAtomicGlobals
 /// either mode, and the gate is taken before any stripe lock, never while one is held.
 @usableFromInline
 enum AdoptionGate {
-    /// The lock that serialises exclusive holders, then the slots: allocated once, never freed,
-    /// each on cache lines of its own.
-    // Safety: the pointer is set once, when the global is initialised (which the runtime makes
-    // thread-safe), and never changes; the lock is the synchronisation primitive itself, and the
-    // slots are only touched through their atomics.
-    nonisolated(unsafe) static let memory: UnsafeMutableRawPointer = {
-        precondition(MemoryLayout<RawLock>.size <= spacing, "the gate's lock must fit before its first slot")
-        let memory = UnsafeMutableRawPointer.allocate(byteCount: spacing * (1 + slotCount), alignment: spacing)
-        RawLockOps.initialize(memory.bindMemory(to: RawLock.self, capacity: 1))
-        for index in 0..<slotCount { swift_futures_gate_slot_init(memory + spacing * (1 + index)) }
-        return memory
-    }()
+    /// The lock that serialises exclusive holders, then the slots, each on cache lines of its own:
+    /// a C global, initialised statically, never moved (a Swift global would take a lock on every
+    /// read under ThreadSanitizer; see the C module).
+    static var memory: UnsafeMutableRawPointer { swift_futures_adoption_gate_base() }
 
     /// Bytes between the lock and each slot: two cache lines, so that neither a line nor the
     /// neighbouring line that the processor may fetch with it is shared.

@@ -1,3 +1,5 @@
+import CFuturesAtomicGlobals
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -66,23 +68,14 @@ enum RawLockOps {
 /// at once except in ``LockTable/withLocks(_:_:_:)``, which takes them in index order.
 @usableFromInline
 enum LockTable {
-    /// Number of stripes; a power of two.
+    /// Number of stripes; a power of two, the length of the C array of the locks.
     @usableFromInline static let count = 256
     /// Distance between two locks, one cache line, so neighbouring stripes do not false-share.
     @usableFromInline static let stride = 64
 
-    /// The locks. Allocated and initialised once, never freed, never moved.
-    // Safety: written only inside this lazy initialiser (which Swift runs exactly once, thread-safely);
-    // afterwards only the pointer value is read, and the pointees are locks meant to be shared.
-    @usableFromInline nonisolated(unsafe) static let base: UnsafeMutableRawPointer = {
-        precondition(MemoryLayout<RawLock>.size <= stride)
-        let memory = UnsafeMutableRawPointer.allocate(byteCount: count * stride, alignment: stride)
-        for index in 0..<count {
-            let lock = (memory + index * stride).bindMemory(to: RawLock.self, capacity: 1)
-            RawLockOps.initialize(lock)
-        }
-        return memory
-    }()
+    /// The locks: a C global, initialised statically (unlocked), never moved. Not a Swift global,
+    /// whose every read would take a lock under ThreadSanitizer (see the C module).
+    @inlinable static var base: UnsafeMutableRawPointer { swift_futures_stripes_base() }
 
     @inlinable
     static func index(of object: AnyObject) -> Int {
@@ -258,18 +251,11 @@ func releaseOutsideLock<Garbage>(_ garbage: consuming Garbage) {
 /// builds compile none of it.
 @usableFromInline
 enum LockChecks {
-    /// Per thread: the stripes it holds, as `first + 1` in the low 10 bits, `second + 1` in the
-    /// next 10 and `third + 1` above them (the second again when it holds two), or null when it
-    /// holds none. (Ten bits hold any stripe index plus one, and three fields fit 32-bit words.)
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let error = pthread_key_create(&key, nil)
-        precondition(error == 0, "pthread_key_create failed: \(error)")
-        return key
-    }()
-
-    /// The stripes this thread holds, encoded as in `key`, or 0.
-    private static var held: UInt { UInt(bitPattern: pthread_getspecific(key)) }
+    /// The stripes this thread holds, as `first + 1` in the low 10 bits, `second + 1` in the next
+    /// 10 and `third + 1` above them (the second again when it holds two), or 0 when it holds none.
+    /// (Ten bits hold any stripe index plus one, and three fields fit 32-bit words.) A C
+    /// thread-local, read on every lock operation: see the C module for why not a Swift global.
+    private static var held: UInt { swift_futures_held_stripes_get() }
 
     /// Whether this thread holds a stripe lock.
     @usableFromInline static var holdsStripe: Bool { held != 0 }
@@ -278,12 +264,12 @@ enum LockChecks {
     static func willLockStripes(_ first: Int, _ second: Int, _ third: Int? = nil) {
         precondition(!holdsStripe, "a stripe lock was taken while this thread already held one (a nested withLock)")
         let encoded = UInt(first + 1) | UInt(second + 1) << 10 | UInt((third ?? second) + 1) << 20
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: encoded))
+        swift_futures_held_stripes_set(encoded)
     }
 
     @usableFromInline
     static func didUnlockStripe() {
-        pthread_setspecific(key, nil)
+        swift_futures_held_stripes_set(0)
     }
 
     /// Traps unless this thread holds the stripe lock of `object`.

@@ -387,9 +387,23 @@ struct LevelDeque<Element: Leveled>: Sequence {
     func _checkInvariants() {
         #if DEBUG
         precondition(head >= 0 && head <= buffer.count, "a level deque's head outside its buffer")
-        let live = buffer[head...]
-        let checked = live.count <= 64 ? live : live.prefix(2) + live.suffix(2)
-        precondition(zip(checked, checked.dropFirst()).allSatisfy { $0.depth <= $1.depth }, "elements out of the order of their levels")
+        // Plain loops over indices: the generic sequence adaptors' metadata is looked up on every
+        // call, and under ThreadSanitizer each lookup takes a lock of the Swift runtime.
+        let count = buffer.count - head
+        func inOrder(_ first: Int, _ last: Int) -> Bool {
+            var index = first
+            while index < last {
+                if buffer[index].depth > buffer[index + 1].depth { return false }
+                index += 1
+            }
+            return true
+        }
+        let ordered =
+            count <= 64
+            ? inOrder(head, buffer.count - 1)
+            : inOrder(head, head + 1) && buffer[head + 1].depth <= buffer[buffer.count - 2].depth
+                && inOrder(buffer.count - 2, buffer.count - 1)
+        precondition(ordered, "elements out of the order of their levels")
         #endif
     }
 }
@@ -550,9 +564,14 @@ final class MergeForwards<Value: Sendable> {
     func _checkInvariants() {
         #if DEBUG
         precondition(!shallow.isEmpty || !deep.isEmpty, "an empty forward table")
+        // A plain loop over indices, as in `LevelDeque._checkInvariants()`.
         func ordered(_ entries: [ForwardEntry], _ before: (Int32, Int32) -> Bool) -> Bool {
-            let checked = entries.count <= 64 ? entries[...] : entries.suffix(2)
-            return zip(checked, checked.dropFirst()).allSatisfy { before($0.depth, $1.depth) }
+            var index = entries.count <= 64 ? 0 : entries.count - 2
+            while index < entries.count - 1 {
+                if !before(entries[index].depth, entries[index + 1].depth) { return false }
+                index += 1
+            }
+            return true
         }
         precondition(ordered(shallow, >), "shallow thresholds out of order")
         precondition(ordered(deep, <), "deep thresholds out of order")

@@ -1,3 +1,4 @@
+import CFuturesAtomicGlobals
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -88,26 +89,39 @@ final class ThreadContext {
     /// is on the stack (it may hold a lock, or be inside `sync` on another queue).
     @exclusivity(unchecked) var affinityOpen = false
 
-    private static let key: pthread_key_t = {
+    /// The key whose destructor releases a thread's context when the thread exits. Read only when
+    /// a thread makes its context: the context itself is found through a C thread-local, because a
+    /// Swift global such as this one takes a lock on every read under ThreadSanitizer (see the C
+    /// module), and the context is read for every callback.
+    private static let releaseAtExit: pthread_key_t = {
         var key = pthread_key_t()
         #if canImport(Darwin)
         let error = pthread_key_create(&key) { pointer in
-            Unmanaged<ThreadContext>.fromOpaque(pointer).release()
+            ThreadContext.releaseAtThreadExit(pointer)
         }
         #else
         let error = pthread_key_create(&key) { pointer in
-            if let pointer { Unmanaged<ThreadContext>.fromOpaque(pointer).release() }
+            if let pointer { ThreadContext.releaseAtThreadExit(pointer) }
         }
         #endif
         precondition(error == 0, "pthread_key_create failed: \(error)")
         return key
     }()
 
+    /// Forgets and releases the context of a thread that is exiting. Code that runs later in the
+    /// thread's exit (another key's destructor) and needs a context makes a new one, which the key
+    /// releases in turn, as a key whose value is set again during the destructors is called again.
+    private static func releaseAtThreadExit(_ pointer: UnsafeMutableRawPointer) {
+        if swift_futures_thread_context_get() == pointer { swift_futures_thread_context_set(nil) }
+        Unmanaged<ThreadContext>.fromOpaque(pointer).release()
+    }
+
     /// This thread's context, created on first use and released when the thread exits.
     static var current: Unmanaged<ThreadContext> {
-        if let pointer = pthread_getspecific(key) { return Unmanaged.fromOpaque(pointer) }
+        if let pointer = swift_futures_thread_context_get() { return Unmanaged.fromOpaque(pointer) }
         let context = Unmanaged.passRetained(ThreadContext())
-        pthread_setspecific(key, context.toOpaque())
+        swift_futures_thread_context_set(context.toOpaque())
+        pthread_setspecific(releaseAtExit, context.toOpaque())
         return context
     }
 
@@ -117,7 +131,7 @@ final class ThreadContext {
     }
 
     /// The address of this thread's context, if it has one.
-    static var existingPointer: UnsafeMutableRawPointer? { pthread_getspecific(key) }
+    static var existingPointer: UnsafeMutableRawPointer? { swift_futures_thread_context_get() }
 }
 
 /// Keeps the release of long pending chains off the stack.

@@ -1,5 +1,10 @@
+import CFuturesAtomicGlobals
 import Testing
 @testable import Futures
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite("Locks")
 struct LockTests {
@@ -21,6 +26,27 @@ struct LockTests {
         }
     }
     #endif
+
+    /// The locks are a C array, initialised statically; the Swift side indexes it with its own
+    /// constants, which must describe it.
+    @Test func theStripeTableIsTheCArray() {
+        #expect(LockTable.count == swift_futures_stripe_count())
+        #expect(swift_futures_stripe_stride() == LockTable.stride)
+        #expect(MemoryLayout<RawLock>.size <= LockTable.stride)
+        #expect(LockTable.count.nonzeroBitCount == 1, "a power of two, for the index's mask")
+    }
+
+    /// Every stripe is a working lock from the start, without a call that initialises it.
+    @Test func everyStripeLocksAndUnlocks() {
+        for index in 0..<LockTable.count {
+            let lock = LockTable.lock(at: index)
+            RawLockOps.lock(lock)
+            #if canImport(Glibc)
+            #expect(pthread_mutex_trylock(lock) != 0, "stripe \(index) is held")
+            #endif
+            RawLockOps.unlock(lock)
+        }
+    }
 
     @Test func bothStripesOfAPairAreTakenAsOne() {
         let first = Probe(1)
