@@ -175,3 +175,15 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// CI builds and tests with every warning of this package's Swift targets an error, by setting
+// SWIFT_FUTURES_STRICT (for the root package only: SwiftPM refuses unsafe flags in a package that
+// is a versioned dependency, and a client's own flags are its own business). A setting rather than
+// `swift build -Xswiftc -warnings-as-errors`, so that the README's `swift test` reuses that build,
+// and so that the warnings of other packages' code stay warnings.
+if Context.environment["SWIFT_FUTURES_STRICT"] != nil {
+    let cTargets: Set<String> = ["CFuturesAtomicGlobals", "CHeapStatistics"]
+    for target in package.targets where !cTargets.contains(target.name) {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+    }
+}

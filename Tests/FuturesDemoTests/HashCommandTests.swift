@@ -8,9 +8,10 @@ import Darwin
 #endif
 
 /// `futures-demo hash`, run as a subprocess on files the tests make, and checked against
-/// `sha256sum`. The time limit stops a hung subprocess long before CI's limit, and leaves room for a
-/// sanitizer build on a loaded two-core machine.
-@Suite(.timeLimit(.minutes(10))) struct HashCommandTests {
+/// `sha256sum`. The time limit stops a hung subprocess before CI's limit of a step (30 minutes),
+/// and leaves room for a sanitizer build on a loaded two-core machine, where a test's every step
+/// waits for a thread of a pool that the busiest tests keep busy for minutes.
+@Suite(.timeLimit(.minutes(20))) struct HashCommandTests {
     @Test(arguments: [1, 3])
     func printsWhatSha256sumPrintsForATreeOfManySizes(jobs: Int) async throws {
         let folder = try TemporaryFolder()

@@ -10,7 +10,7 @@ import Darwin
 /// `futures-demo hash` and `hash --check` on names that are not plain: compared byte for byte with
 /// what `sha256sum` and `sha256sum -c`, run here on the same files, print (standard error with the
 /// program's name changed).
-@Suite(.timeLimit(.minutes(10))) struct HashNamesAndCheckTests {
+@Suite(.timeLimit(.minutes(20))) struct HashNamesAndCheckTests {
     /// Names (as bytes) under `tree/`, with their sizes: spaces, backslashes, newlines, carriage
     /// returns, quotes, shell characters, bytes that are not UTF-8 (in a file and in a folder name),
     /// empty files, a file over one read chunk, and names whose order differs between a walk sorted

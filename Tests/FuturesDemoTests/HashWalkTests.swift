@@ -10,7 +10,7 @@ import Darwin
 /// The order in which `futures-demo hash` walks a tree, a directory at a time, against
 /// `find ... -print0 | LC_ALL=C sort -z`, which sorts every path at once: names that begin other
 /// names, bytes below and above `/`, names that are not UTF-8, empty and deep directories.
-@Suite(.timeLimit(.minutes(10))) struct HashWalkTests {
+@Suite(.timeLimit(.minutes(20))) struct HashWalkTests {
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     /// Files (as bytes, under `tree/`) whose paths sort differently folder by folder and as whole

@@ -8,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 
-@Suite(.timeLimit(.minutes(10))) struct QuitDumpTests {
+@Suite(.timeLimit(.minutes(20))) struct QuitDumpTests {
     /// Ctrl-\ prints the pending futures to stderr, and the run goes on: hashing a FIFO that nobody
     /// writes to, the tree names the read that waits on it.
     ///

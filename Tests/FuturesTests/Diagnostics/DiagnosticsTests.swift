@@ -332,26 +332,33 @@ struct TrackedTestError: Error {}
         #expect(outer.outcome?.value == 2 && inner.outcome?.value == 2 && late.outcome?.value == 20)
     }
 
+    // The two stress tests below run in a process of their own. A snapshot, even a scope's, walks
+    // every stripe of the table of every tracked future, holding each stripe's lock in turn, and
+    // tracking is on for the whole process once a test turns it on: beside the other tests, each
+    // walk crossed their futures (a stack-safety chain's hundred thousand), and every future of
+    // every test waited for the stripe locks the walks held. Under ThreadSanitizer no other test
+    // ended for minutes.
+
     /// A snapshot reads each tracked future without retaining it, in every build: a debug build
     /// that retained one for a moment, while another thread let go of its last reference, freed it
     /// in the snapshot, under the stripe lock its deinit takes (a trap in debug builds, a deadlock
     /// otherwise).
     @Test func snapshotsNeverFreeAFutureThatAnotherThreadLetGoOf() async {
+        await #expect(processExitsWith: .success) { await Self.snapshotsNeverFreeAFutureLetGoOf() }
+    }
+
+    static func snapshotsNeverFreeAFutureLetGoOf() async {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
-        // Fewer under a sanitizer: the trap this looks for is a debug build's, and there the two
-        // threads kept both cores busy for minutes while other tests' timers waited for the pool.
+        // Fewer under a sanitizer, whose runtime makes each snapshot many times slower.
         let snapshots = DepthMatrixTests.sanitized ? 2_000 : 5_000
         let done = Recorder<Bool>()
         let made = Recorder<Int>()
         let finished = DispatchSemaphore(value: 0)
-        // Two threads of their own, and the test waits for them off the pool: busy as they are for
-        // a while (a minute under ThreadSanitizer), they would hold back other tests' jobs on it.
+        // Two threads of their own, and the test waits for them off the pool.
         Thread {
-            // The scope's snapshots only: they walk the whole table as a snapshot of every future
-            // does, but read and retain only the scope's futures (a snapshot of every future holds what
-            // those futures link to until it ends, and tests beside this one check that futures
-            // they let go of are freed at once).
+            // The scope's snapshots: they walk the whole table as a snapshot of every future does,
+            // and read only the scope's futures.
             for _ in 0..<snapshots { _ = scope.pendingFutures }
             done.append(true)
             finished.signal()
@@ -386,10 +393,14 @@ struct TrackedTestError: Error {}
     }
 
     @Test func snapshotsWhileFuturesAreMadeAndFreedOnOtherThreads() async {
+        await #expect(processExitsWith: .success) { await Self.snapshotsWhileFuturesAreMadeAndFreed() }
+    }
+
+    static func snapshotsWhileFuturesAreMadeAndFreed() async {
         FutureDiagnostics.startTracking()
         let scope = FutureDiagnostics.Scope()
         let makers = 4
-        // Fewer under a sanitizer, where the snapshots of a table this busy took minutes.
+        // Fewer under a sanitizer, whose runtime makes each snapshot many times slower.
         let rounds = DepthMatrixTests.sanitized ? 60 : 300
         let kinds: Set<String> = ["promise", "map", "flatMap", "all", "future"]
         let kept = Recorder<Promise<Int>>()
