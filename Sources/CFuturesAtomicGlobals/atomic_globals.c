@@ -1,5 +1,7 @@
 #include "CFuturesAtomicGlobals.h"
 
+#include <stddef.h>
+
 // Constant initial values: the globals are in the binary's data, ready before any code runs.
 _Atomic(uintptr_t) swift_futures_installed_carriers = 0;
 _Atomic(uint8_t) swift_futures_tracking_switch = 0;
@@ -8,12 +10,15 @@ _Atomic(uint64_t) swift_futures_next_tracking_id = 1;
 _Atomic(intptr_t) swift_futures_gate_writer = 0;
 _Atomic(intptr_t) swift_futures_gate_next_slot = 0;
 
-swift_futures_stripe swift_futures_stripes[256] = {[0 ... 255] = {SWIFT_FUTURES_RAW_LOCK_INIT}};
+swift_futures_stripe swift_futures_stripes[SWIFT_FUTURES_STRIPE_COUNT] = {
+    [0 ... SWIFT_FUTURES_STRIPE_COUNT - 1] = {SWIFT_FUTURES_RAW_LOCK_INIT}};
 _Static_assert(sizeof(swift_futures_stripe) == 64, "a stripe lock is one cache line (LockTable.stride)");
 
 _Thread_local uintptr_t swift_futures_held_stripes = 0;
 
 swift_futures_gate swift_futures_adoption_gate = {.lock = SWIFT_FUTURES_RAW_LOCK_INIT};
 _Static_assert(sizeof(((swift_futures_gate *)0)->slots[0]) == 128, "a slot of the gate is two cache lines");
+_Static_assert(offsetof(swift_futures_gate, slots) == 128, "the gate's lock fits before its first slot");
+_Static_assert(sizeof(swift_futures_gate) == 128 * 17, "the gate is its lock and 16 slots");
 
 _Thread_local void *swift_futures_thread_context = 0;

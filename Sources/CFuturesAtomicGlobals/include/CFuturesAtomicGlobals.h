@@ -14,9 +14,9 @@
 //
 // The globals are defined in atomic_globals.c with constant initial values. The operations are
 // `static inline`: Swift inlines them, including into the `@inlinable` code of Futures that its
-// clients compile, where each is one instruction. Every atomic operation names its memory ordering,
-// and the Swift code that calls it says why that ordering is enough. Nothing here is for use
-// outside Futures.
+// clients compile, where each atomic one is one instruction (a thread-local's address may take a
+// call). Every atomic operation names its memory ordering, and the Swift code that calls it says
+// why that ordering is enough. Nothing here is for use outside Futures.
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -146,8 +146,11 @@ typedef struct {
     _Alignas(64) swift_futures_raw_lock lock;
 } swift_futures_stripe;
 
-/// The stripe locks (`LockTable.count` of them), initialised statically, never moved.
-extern swift_futures_stripe swift_futures_stripes[256];
+/// How many stripe locks there are (`LockTable.count`).
+#define SWIFT_FUTURES_STRIPE_COUNT 256
+
+/// The stripe locks, initialised statically, never moved.
+extern swift_futures_stripe swift_futures_stripes[SWIFT_FUTURES_STRIPE_COUNT];
 
 static inline void *swift_futures_stripes_base(void) {
     return (void *)swift_futures_stripes;
@@ -182,6 +185,16 @@ typedef struct {
         _Alignas(128) _Atomic(intptr_t) count;
     } slots[16];
 } swift_futures_gate;
+
+/// The distance between the gate's lock and its first slot, and between slots
+/// (`AdoptionGate.spacing`), and how many slots there are (`AdoptionGate.slotCount`).
+static inline intptr_t swift_futures_gate_spacing(void) {
+    return (intptr_t)sizeof(((swift_futures_gate *)0)->slots[0]);
+}
+
+static inline intptr_t swift_futures_gate_slot_count(void) {
+    return (intptr_t)(sizeof(((swift_futures_gate *)0)->slots) / sizeof(((swift_futures_gate *)0)->slots[0]));
+}
 
 extern swift_futures_gate swift_futures_adoption_gate;
 

@@ -276,14 +276,16 @@ struct CarrierSet: @unchecked Sendable {
         var values: [(any FutureContextCarrier)?]? = nil
         var index = 0
         while index < carriers.count {
-            defer { index += 1 }
-            guard let value = carriers[index].capture() else {
+            let carrier = carriers[index]
+            index += 1
+            guard let value = carrier.capture() else {
                 values?.append(nil)
                 continue
             }
             if values == nil {
-                var made: [(any FutureContextCarrier)?] = Array(repeating: nil, count: index)
+                var made: [(any FutureContextCarrier)?] = []
                 made.reserveCapacity(carriers.count)
+                while made.count < index - 1 { made.append(nil) }
                 values = made
             }
             values!.append(value)

@@ -117,6 +117,10 @@ enum LockTable {
     /// Releases a lock taken by ``acquire(_:)``.
     @inlinable @inline(__always)
     static func release(_ lock: UnsafeMutablePointer<RawLock>) {
+        #if DEBUG
+        // The stripe mutexes do not check their owner: this does.
+        LockChecks.willUnlockStripe(base.distance(to: UnsafeMutableRawPointer(lock)) / stride)
+        #endif
         RawLockOps.unlock(lock)
         #if DEBUG
         LockChecks.didUnlockStripe()
@@ -275,11 +279,19 @@ enum LockChecks {
     /// Traps unless this thread holds the stripe lock of `object`.
     @usableFromInline
     static func assertHolds(_ object: AnyObject) {
-        let stripe = UInt(LockTable.index(of: object) + 1)
+        precondition(holds(stripe: LockTable.index(of: object)), "the caller does not hold this object's stripe lock")
+    }
+
+    /// Traps unless this thread holds stripe `index`, which it is about to unlock.
+    @usableFromInline
+    static func willUnlockStripe(_ index: Int) {
+        precondition(holds(stripe: index), "a stripe lock was released by a thread that does not hold it")
+    }
+
+    private static func holds(stripe index: Int) -> Bool {
+        let stripe = UInt(index + 1)
         let held = held
-        precondition(
-            held & 0x3FF == stripe || (held >> 10) & 0x3FF == stripe || held >> 20 == stripe,
-            "the caller does not hold this object's stripe lock")
+        return held & 0x3FF == stripe || (held >> 10) & 0x3FF == stripe || held >> 20 == stripe
     }
 
     /// Traps if this thread holds a stripe lock: `what` is being freed under it.

@@ -119,6 +119,13 @@ final class ThreadContext {
     /// This thread's context, created on first use and released when the thread exits.
     static var current: Unmanaged<ThreadContext> {
         if let pointer = swift_futures_thread_context_get() { return Unmanaged.fromOpaque(pointer) }
+        // The thread-local may be gone while the key still holds the context: on Apple platforms a
+        // thread's C thread-locals are freed by a key destructor of the loader's, which can run
+        // before ours as the thread exits. Making a new context then would leak the old one.
+        if let pointer = pthread_getspecific(releaseAtExit) {
+            swift_futures_thread_context_set(pointer)
+            return Unmanaged.fromOpaque(pointer)
+        }
         let context = Unmanaged.passRetained(ThreadContext())
         swift_futures_thread_context_set(context.toOpaque())
         pthread_setspecific(releaseAtExit, context.toOpaque())

@@ -27,13 +27,15 @@ struct LockTests {
     }
     #endif
 
-    /// The locks are a C array, initialised statically; the Swift side indexes it with its own
-    /// constants, which must describe it.
+    /// The stripe locks and the adoption gate are C globals, initialised statically; the Swift side
+    /// indexes them with its own constants, which must describe them.
     @Test func theStripeTableIsTheCArray() {
         #expect(LockTable.count == swift_futures_stripe_count())
         #expect(swift_futures_stripe_stride() == LockTable.stride)
         #expect(MemoryLayout<RawLock>.size <= LockTable.stride)
         #expect(LockTable.count.nonzeroBitCount == 1, "a power of two, for the index's mask")
+        #expect(AdoptionGate.spacing == swift_futures_gate_spacing())
+        #expect(AdoptionGate.slotCount == swift_futures_gate_slot_count())
     }
 
     /// Every stripe is a working lock from the start, without a call that initialises it.
