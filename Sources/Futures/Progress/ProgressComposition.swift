@@ -148,13 +148,17 @@ struct DepthFactors {
     /// The factors of the depths above `depth`, and those from `depth` down.
     func split(at depth: Int) -> (DepthFactors, DepthFactors) {
         var above = DepthFactors(), below = DepthFactors()
+        guard count > 0 else { return (above, below) }
         var passed = 0
-        for run in runs {
+        // The head, then the tail, in place: `runs` would build an array at every split.
+        func cut(_ run: Run) {
             let upper = min(max(depth - passed, 0), run.count)
             above.append(run.factor, count: upper)
             below.append(run.factor, count: run.count - upper)
             passed += run.count
         }
+        cut(head)
+        for index in 0..<tail.count { cut(tail[index]) }
         return (above, below)
     }
 
