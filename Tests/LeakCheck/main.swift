@@ -280,6 +280,10 @@ let allocationScenarios: [String: (Int) -> Void] = [
     // the next level was made; and the same loop with a `whenFailure(on: .immediate)` observer on
     // every level, which the merge set carries until the loop completes.
     "merging-loop-level": { units in mergingLoop(units, observed: false) },
+    // One level of a merge set (a promise completed with the next one's future, so that all of
+    // them share the first one's state), then a `map` on it from the top down, each splitting the
+    // set once more, then the set completed: what a consumer arriving on a merged level costs.
+    "split-consumer": { units in splitConsumers(units) },
     "observed-loop-level": { units in mergingLoop(units, observed: true) },
     // The benchmarks' progress chain (a promise, then `.immediate` map, flatMap, map, flatMap):
     // with progress off; with 10 reports and no observer; with 10 reports and one
@@ -365,6 +369,16 @@ func progressChain(reports: Int, observed: Bool) {
 
 /// A recursive loop of `levels` levels, each a `flatMap` over a promise completed afterwards, in
 /// order, from outside: each level adopts the next, which merges into the loop's first future.
+func splitConsumers(_ levels: Int) {
+    let promises = (0...levels).map { _ in Promise<Int>() }
+    for level in 0..<levels { precondition(promises[level].complete(with: promises[level + 1].future)) }
+    var later: [Future<Int>] = []
+    later.reserveCapacity(levels)
+    for level in 1...levels { later.append(promises[level].future.map(on: .immediate) { $0 }) }
+    precondition(promises[levels].succeed(1))
+    precondition(later.allSatisfy { $0.outcome?.value == 1 })
+}
+
 func mergingLoop(_ levels: Int, observed: Bool) {
     final class Levels: @unchecked Sendable {
         // Safety: used on this thread only (every callback is `.immediate`, run by the completions

@@ -116,6 +116,20 @@ static inline intptr_t swift_futures_gate_next_slot_draw_relaxed(void) {
     return atomic_fetch_add_explicit(&swift_futures_gate_next_slot, 1, memory_order_relaxed);
 }
 
+/// Counts the changes to merge sets' tables of forwards: raised as every exclusive holder of the
+/// gate leaves it (every split is made inside one) and by a merge that takes a target's table over.
+/// A walk that reads the same count before it starts and again inside the gate held exclusively
+/// saw every table as it is now.
+extern _Atomic(uintptr_t) swift_futures_forward_generation;
+
+static inline uintptr_t swift_futures_forward_generation_load_acquire(void) {
+    return atomic_load_explicit(&swift_futures_forward_generation, memory_order_acquire);
+}
+
+static inline void swift_futures_forward_generation_raise_release(void) {
+    atomic_fetch_add_explicit(&swift_futures_forward_generation, 1, memory_order_release);
+}
+
 // A slot of the gate: a counter of shared holders, in `swift_futures_adoption_gate` (below).
 
 static inline void swift_futures_gate_slot_add_seq_cst(void *slot, intptr_t delta) {

@@ -1,3 +1,5 @@
+import CFuturesAtomicGlobals
+
 /// Adoption: a future that completes with another future's outcome (collapsing), by merging the
 /// other into itself or by waiting on it, with cycle detection across both (see `CycleDetection`).
 /// What an adoption decided under the locks, for ``FutureStorage/adopt(_:from:)`` to carry out
@@ -312,7 +314,8 @@ extension FutureStorage {
             // Also a deferred target that has not started: it keeps its own identity (its
             // work completes it) and starts once the adopter has registered on it.
             effects.progressChange = waitLocked(
-                on: target, token: CompleterToken(), finishing: adopterDepth, keepUpstream: &effects.keepUpstream)
+                on: target, token: CompleterToken(), finishing: adopterDepth, keepUpstream: &effects.keepUpstream,
+                keepAlive: &effects.keepAlive)
             return .wait(startsDeferred: target.extras?.onDemand != nil)
         }
     }
@@ -346,10 +349,38 @@ extension FutureStorage {
     ///   the set (a future's depth 0 never moves again); `nil` if it found nothing to split.
     @usableFromInline @inline(never) @discardableResult
     final func split() -> FutureStorage<Value>? {
+        var found: FutureStorage<Value>? = nil
+        return split(reusing: &found, depth: 0, path: ForwardPath(), generation: 0)
+    }
+
+    /// ``split()``, reusing what a walk outside the gate found, if `found` is set: the future that
+    /// held this one's state `depth` below it, with the forwards the walk took (`path`) after it
+    /// read `generation` (see ``lockedOwnRoot()``). Inside the gate the walk counts if no table of
+    /// forwards changed since (the count is the same) and `found` still holds this future's state
+    /// (it has not merged into another meanwhile); otherwise this walks again. Takes the reference
+    /// in `found` (left `nil`), released after the gate.
+    @usableFromInline @inline(never)
+    final func split(
+        reusing handed: inout FutureStorage<Value>?,
+        depth foundDepth: Int32,
+        path foundPath: ForwardPath,
+        generation: UInt
+    ) -> FutureStorage<Value>? {
+        let found = handed
+        handed = nil  // (not `take()`: a generic call, which unspecialised looks up the optional's metadata)
         var keepAlive: [AnyObject] = []
         let split: (FutureStorage<Value>, FutureStorage<Value>, ProgressChange?)? = AdoptionGate.exclusively {
-            var path = ForwardPath()
-            let (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive, path: &path)
+            var root: FutureStorage<Value>
+            var depth = foundDepth
+            var path = foundPath
+            if let found, swift_futures_forward_generation_load_acquire() == generation,
+                LockTable.withLock(found, { found.nextInWalkLocked(depth: foundDepth) == nil })
+            {
+                root = found
+            } else {
+                path = ForwardPath()
+                (root, depth) = rootAndDepth(startingAt: 0, collecting: &keepAlive, path: &path)
+            }
             guard depth > 0, let (state, change) = Self.split(root, at: depth, keepAlive: &keepAlive) else { return nil }
             Self.recordSplit(state, path: path, at: root, depth: depth)
             return (root, state, change)
@@ -372,7 +403,7 @@ extension FutureStorage {
         var keepUpstream: (any ConsumerSource)?
         let change: ProgressChange?? = LockTable.withLocks(root, state) {
             guard root.phase == .pending else { return nil }
-            return .some(root.splitLocked(at: depth, into: state, keepUpstream: &keepUpstream))
+            return .some(root.splitLocked(at: depth, into: state, keepUpstream: &keepUpstream, keepAlive: &keepAlive))
         }
         if let keepUpstream { keepAlive.append(keepUpstream as AnyObject) }
         guard let change else { return nil }

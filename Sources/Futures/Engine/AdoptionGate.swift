@@ -107,6 +107,9 @@ enum AdoptionGate {
 
     /// Leaves the gate entered exclusively.
     static func leaveExclusive() {
+        // Before the gate opens: a consumer's walk that read the count before this holder changed
+        // a table of forwards finds it changed (see ``FutureStorage/lockedOwnRoot()``).
+        swift_futures_forward_generation_raise_release()
         swift_futures_gate_writer_store_release(0)
         RawLockOps.unlock(lock(memory))
     }

@@ -127,12 +127,10 @@ extension FutureStorage: CycleNode {
 
     @usableFromInline
     func compressWait(to ancestor: any CycleNode) {
-        // Reading a weak reference makes a strong one: the old pointer is released after the lock.
+        // The old pointer is released after the lock.
         let old = LockTable.withLock(self) { () -> (any CycleNode)? in
             guard phase == .pending, !flag(StorageFlags.waitMayChange), let extras else { return nil }
-            let old = extras.waitingOn
-            extras.waitingOn = ancestor
-            return old
+            return extras.wait(on: ancestor, weakly: immortal)
         }
         releaseOutsideLock(old)
     }

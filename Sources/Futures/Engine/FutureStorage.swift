@@ -67,8 +67,19 @@ final class PendingExtras<Value: Sendable>: RareState {
     /// The index of a long callback list, for removals (see ``CallbackList/remove(_:index:)``).
     @exclusivity(unchecked) @usableFromInline var registrationIndex: RegistrationIndex?
     /// The future this one waits for after adopting it without merging, or, compressed by cycle
-    /// detection, a future further along the same waits (see ``CycleDetection``).
-    @exclusivity(unchecked) @usableFromInline weak var waitingOn: (any CycleNode)?
+    /// detection, a future further along the same waits (see ``CycleDetection``); set through
+    /// ``wait(on:weakly:)``.
+    @inlinable var waitingOn: (any CycleNode)? { waitsWeakly ? waitingOnWeakly : waitingOnStrongly }
+    /// ``waitingOn``, held strongly: the future this one waits on is its upstream too, which this
+    /// one holds strongly already, and one further along the waits is held by that one in turn.
+    /// (A weak reference would give every future waited on a side table: an allocation, and every
+    /// retain and release of that future through it from then on.)
+    @exclusivity(unchecked) @usableFromInline var waitingOnStrongly: (any CycleNode)?
+    /// ``waitingOn``, held weakly, by an immortal future: like its upstream, what it waits on
+    /// may hold it through callbacks that nothing will ever release.
+    @exclusivity(unchecked) @usableFromInline weak var waitingOnWeakly: (any CycleNode)?
+    /// Which of the two holds ``waitingOn``.
+    @exclusivity(unchecked) @usableFromInline var waitsWeakly = false
     /// The progress relation recorded by adoptions while nobody used progress (see
     /// ``ProgressRelation``); it costs no allocation, since an adoption allocates this box anyway.
     @exclusivity(unchecked) var progressRelation: ProgressRelation?
@@ -88,8 +99,26 @@ final class PendingExtras<Value: Sendable>: RareState {
 
     @usableFromInline init() { super.init(ofCompleted: false) }
 
+    /// Records what this future waits on (caller holds the owner's lock), weakly if the owner is
+    /// immortal (see ``waitingOnWeakly``). Returns the reference it held before, for the caller to
+    /// release after the lock.
+    @inlinable
+    func wait(on node: (any CycleNode)?, weakly: Bool) -> (any CycleNode)? {
+        let old = waitingOnStrongly
+        if waitsWeakly { waitingOnWeakly = nil }  // assigned, not read: reading a weak reference retains
+        waitsWeakly = weakly && node != nil
+        if waitsWeakly {
+            waitingOnStrongly = nil
+            waitingOnWeakly = node
+        } else {
+            waitingOnStrongly = node
+        }
+        return old
+    }
+
     @usableFromInline override var mayHoldChain: Bool {
         merge.mayHoldChain || onDemand != nil || onProgressDemand != nil || completionToken != nil
+            || waitingOnStrongly != nil
     }
 }
 

@@ -1,3 +1,5 @@
+import CFuturesAtomicGlobals
+
 /// Following merge links: a future merged into another (`linked`) forwards every call to the future
 /// that now holds its state, found by walking its links (union-find, with path compression).
 extension FutureStorage {
@@ -81,22 +83,43 @@ extension FutureStorage {
 
     /// ``lockedRoot()`` for a consumer's call: splits the merge set until this future's state is
     /// its own (depth 0), or the future holding it has completed (it then has this one's outcome).
+    ///
+    /// The first walk notes the forwards it takes, so that the split it leads to, inside the gate
+    /// held exclusively, walks again only if a table of forwards changed since the walk began or
+    /// the future it found no longer holds this one's state.
     @usableFromInline @inline(never)
     final func lockedOwnRoot() -> FutureStorage<Value> {
-        var (root, depth) = lockedRoot()
+        let generation = swift_futures_forward_generation_load_acquire()
+        var path = ForwardPath()
+        var garbage: [AnyObject] = []
+        var (root, depth) = rootAndDepth(startingAt: 0, collecting: &garbage, path: &path)
+        releaseOutsideLock(garbage)
+        var lock = LockTable.acquire(root)
+        if root.nextInWalkLocked(depth: depth) != nil {
+            // Merged or split again since the walk: start over the usual way.
+            LockTable.release(lock)
+            (root, depth) = lockedRoot()
+            lock = LockTable.lock(at: LockTable.index(of: root))
+            path = ForwardPath()
+        }
         while depth > 0 && root.phase == .pending {
-            LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
+            LockTable.release(lock)
             // Let go of the root now, under no lock: this may be its last reference (its chain
             // ended meanwhile), and its deinit must not run under the lock taken next.
+            // (The split takes the reference to the root it is handed, and lets go of it after the
+            // gate.)
+            var found: FutureStorage<Value>? = root
             root = self
             // The future the split made holds this one's state at depth 0 for good (only a merge
             // could move it, and a future that something waits on is never merged).
-            if let state = split() {
-                let lock = LockTable.acquire(state)
+            if let state = split(reusing: &found, depth: depth, path: path, generation: generation) {
+                let stateLock = LockTable.acquire(state)
                 if state.phase != .linked { return state }
-                LockTable.release(lock)
+                LockTable.release(stateLock)
             }
+            path = ForwardPath()
             (root, depth) = lockedRoot()
+            lock = LockTable.lock(at: LockTable.index(of: root))
         }
         return root
     }

@@ -1,3 +1,5 @@
+import CFuturesAtomicGlobals
+
 /// What exists only because futures merge: a future's merge set, the futures merged into it by
 /// depth (itself at 0), with what belongs to each level, and the types it is made of.
 ///
@@ -52,7 +54,11 @@ struct MergeSet<Value: Sendable> {
         if let target {
             // Moved, not copied, whichever side is longer (see ``LevelDeque/absorb(_:shiftedBy:)``).
             cancelHandlers.absorb(&target.merge.cancelHandlers, shiftedBy: depth)
-            if let targetForward = target.merge.forward { forward = targetForward.shifted(by: depth) }
+            if let targetForward = target.merge.forward {
+                forward = targetForward.shifted(by: depth)
+                // A walk that went through the target's table must not reuse what it saw there.
+                swift_futures_forward_generation_raise_release()
+            }
         }
         if !callbacks.isEmpty || target?.merge.observers != nil {
             var carried = observers.take() ?? MergedObservers()
@@ -90,7 +96,8 @@ struct MergeSet<Value: Sendable> {
         // The new future holds the depths from `depth` down to this one's shallowest threshold, if
         // it has one: the deeper ones stay where this one's table sends them, and the table stays
         // here (see ``MergeForwards``).
-        below.depth = (forward.map { $0.shallowest - 1 } ?? self.depth) - depth
+        // (Not `forward.map`: a generic call, which unspecialised looks up the optional's metadata.)
+        if let forward { below.depth = forward.shallowest - 1 - depth } else { below.depth = self.depth - depth }
         below.upstreamKey = upstreamKey ?? key
         self.depth = depth - 1
         below._checkInvariants()
@@ -595,13 +602,21 @@ struct ForwardEntry {
     }
 }
 
-/// The forwards a walk inside the exclusive adoption gate followed after its last link: the future where it
-/// took the first (`head`), its depth there, where that entry's range ends (`headEnd`, in the
-/// head's depths; `Int64.max` for the deepest entry), how deep every entry taken since still
-/// reaches (`reach`, the same way), and how many it took. Not generic: the walk runs unspecialised.
+/// The forwards a walk followed after its last link, for a split inside the exclusive adoption
+/// gate to record where it put the state it split off: the future where the walk took the first
+/// (`head`), its depth there, where that entry's range ends (`headEnd`, in the head's depths;
+/// `Int64.max` for the deepest entry), how deep every entry taken since still reaches (`reach`,
+/// the same way), and how many it took. Not generic: the walk runs unspecialised.
+///
+/// The head is not retained. The walk's start, which its caller holds, holds it through links
+/// (a link is strong, and path compression never skips a future that holds a table), for as long
+/// as it holds a table: until it merges into another future, which raises the count of
+/// ``swift_futures_forward_generation_load_acquire()``. So the head is alive wherever the path is
+/// used, inside the gate held exclusively with that count unchanged since the walk began; and a
+/// path dropped under a stripe lock never frees a future.
 @usableFromInline
 struct ForwardPath {
-    @usableFromInline var head: AnyObject? = nil
+    @usableFromInline unowned(unsafe) var head: AnyObject? = nil
     @usableFromInline var headDepth: Int32 = 0
     @usableFromInline var headEnd = Int64.max
     @usableFromInline var reach = Int64.max

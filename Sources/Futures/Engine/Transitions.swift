@@ -354,8 +354,8 @@ extension FutureStorage {
             extras.handCompletion(to: target)
         }
         let waitingOn = target.extras?.waitingOn
-        extras.waitingOn = waitingOn
-        if let waitingOn { keepAlive.append(waitingOn) }  // released after the locks
+        if let old = extras.wait(on: waitingOn, weakly: target.immortal) { keepAlive.append(old) }  // released after the locks
+        if let waitingOn { keepAlive.append(waitingOn) }
         // (A merged join only ever adopts `never`: an adopter has no demand of its own to replace,
         // and none is released here.)
         if extras.onProgressDemand == nil, let demand = target.extras?.onProgressDemand {
@@ -389,7 +389,8 @@ extension FutureStorage {
     final func splitLocked(
         at depth: Int32,
         into state: FutureStorage<Value>,
-        keepUpstream: inout (any ConsumerSource)?
+        keepUpstream: inout (any ConsumerSource)?,
+        keepAlive: inout [AnyObject]
     ) -> ProgressChange? {
         assertLocked()
         state.assertLocked()
@@ -400,10 +401,13 @@ extension FutureStorage {
         }
         let moved = state.ensureExtras
         moved.takeCompleter(of: extras)
-        moved.waitingOn = extras.waitingOn
+        _ = moved.wait(on: extras.waitingOn, weakly: immortal)  // (new: it held nothing)
         // The observers registered on the future `state` now is become its own callbacks.
         moved.merge = extras.merge.split(at: depth, key: RegistrationKey(self), own: &state.callbacks)
-        swap(&moved.onProgressDemand, &extras.onProgressDemand)
+        // Moved by hand: `swap` of an optional closure is a generic call, which unspecialised
+        // looks up the optional's metadata.
+        moved.onProgressDemand = extras.onProgressDemand
+        extras.onProgressDemand = nil
         state.consumesUpstream = consumesUpstream
         state.setFlag(StorageFlags.waitMayChange, flag(StorageFlags.waitMayChange))
         state.immortal = immortal
@@ -431,7 +435,8 @@ extension FutureStorage {
             extras.merge.forward = MergeForwards(depth: depth, target: state)
         }
         extras.merge._checkInvariants()
-        let change = waitLocked(on: state, token: CompleterToken(), finishing: depth - 1, keepUpstream: &keepUpstream)
+        let change = waitLocked(
+            on: state, token: CompleterToken(), finishing: depth - 1, keepUpstream: &keepUpstream, keepAlive: &keepAlive)
         if let unfollow { return (change?.changed, change?.observers ?? [], change?.refollow ?? false, unfollow) }
         return change
     }
@@ -446,7 +451,8 @@ extension FutureStorage {
         on target: FutureStorage<Value>,
         token: CompleterToken,
         finishing depth: Int32 = 0,
-        keepUpstream: inout (any ConsumerSource)?
+        keepUpstream: inout (any ConsumerSource)?,
+        keepAlive: inout [AnyObject]
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
@@ -455,7 +461,7 @@ extension FutureStorage {
         }
         let extras = ensureExtras
         extras.handCompletion(to: token)
-        extras.waitingOn = target
+        if let replaced = extras.wait(on: target, weakly: target.immortal) { keepAlive.append(replaced) }
         extras.merge.upstreamKey = nil  // it registers on the target itself, below
         setFlag(StorageFlags.waitMayChange, false)  // it waits on the target until a split
         immortal = target.immortal

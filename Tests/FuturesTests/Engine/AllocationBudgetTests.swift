@@ -48,6 +48,11 @@ struct AllocationBudgetTests {
             // buffer that grows by doubling, so a level's share is a fraction, rounded) until the
             // loop completes.
             Budget(scenario: "observed-loop-level", allocations: 6, bytes: 466),
+            // A level of a merge set, then a `map` on it that splits the set there (from the top
+            // down), then the set completed: the level's promise and its merge; the map; the split's
+            // future, its extras box, its table of forwards, the wait's token and callback. The
+            // future waited on is held strongly, so it gets no side table (one allocation more).
+            Budget(scenario: "split-consumer", allocations: 15, bytes: 1273),
             // A join's member, its promise included: the member costs the join no allocation.
             Budget(scenario: "join-member", allocations: 2, bytes: 232),
             // A promise, `.immediate` map, flatMap, map, flatMap, reporting progress 10 times to a

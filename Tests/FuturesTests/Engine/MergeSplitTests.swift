@@ -277,6 +277,20 @@ struct MergeSplitTests {
         #expect(promises[0].future.outcome?.value == 7)
     }
 
+    /// A consumer's split walks once: the walk that found the set still pending is the one the
+    /// split uses inside the adoption gate, since no table of forwards changed in between.
+    @Test func aConsumersSplitWalksToTheSetOnce() {
+        let levels = 1_000
+        let promises = Self.mergeSet(levels)
+        var later: [Future<Int>] = []
+        let steps = Self.mergeSteps {
+            for level in 1...levels { later.append(promises[level].future.map(on: .immediate) { $0 }) }
+        }
+        #expect(steps <= 3 * levels, "\(steps) futures passed for \(levels) splits")
+        #expect(promises[levels].succeed(6))
+        #expect(later.allSatisfy { $0.outcome?.value == 6 })
+    }
+
     /// Splitting from the bottom up, then completing: each level's wait finishes the level above
     /// through the first future's table in one step, not through every split below it.
     @Test func completingASetSplitBottomUpWalksAFewFuturesPerLevel() {
