@@ -9,7 +9,7 @@ _Atomic(intptr_t) swift_futures_scope_count = 0;
 _Atomic(uint64_t) swift_futures_next_tracking_id = 1;
 _Atomic(intptr_t) swift_futures_gate_writer = 0;
 _Atomic(intptr_t) swift_futures_gate_next_slot = 0;
-_Atomic(uintptr_t) swift_futures_forward_generation = 0;
+_Atomic(uint64_t) swift_futures_forward_generation = 0;
 
 swift_futures_stripe swift_futures_stripes[SWIFT_FUTURES_STRIPE_COUNT] = {
     [0 ... SWIFT_FUTURES_STRIPE_COUNT - 1] = {SWIFT_FUTURES_RAW_LOCK_INIT}};

@@ -119,10 +119,11 @@ static inline intptr_t swift_futures_gate_next_slot_draw_relaxed(void) {
 /// Counts the changes to merge sets' tables of forwards: raised as every exclusive holder of the
 /// gate leaves it (every split is made inside one) and by a merge that takes a target's table over.
 /// A walk that reads the same count before it starts and again inside the gate held exclusively
-/// saw every table as it is now.
-extern _Atomic(uintptr_t) swift_futures_forward_generation;
+/// saw every table as it is now. 64 bits everywhere: a walker that slept through a wrap-around of
+/// the count would reuse a walk that no longer holds.
+extern _Atomic(uint64_t) swift_futures_forward_generation;
 
-static inline uintptr_t swift_futures_forward_generation_load_acquire(void) {
+static inline uint64_t swift_futures_forward_generation_load_acquire(void) {
     return atomic_load_explicit(&swift_futures_forward_generation, memory_order_acquire);
 }
 

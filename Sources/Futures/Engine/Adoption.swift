@@ -175,7 +175,7 @@ extension FutureStorage {
             if let refusal = adopter.refusal(from: origin) { return refusal }
             if inner.phase == .pending, adopter.callbacks.mayHoldWaiter, inner.waitsLocked {
                 effects.adopterWaitedOn = true
-                guard inner.extras?.waitingOn == nil, let upstream = inner.upstream, let source = upstream.resolved,
+                guard !(inner.extras?.waitsOnSomething ?? false), let upstream = inner.upstream, let source = upstream.resolved,
                     source !== adopter
                 else { return nil }
                 link = upstream
@@ -190,7 +190,7 @@ extension FutureStorage {
             if let refusal = adopter.refusal(from: origin) { return refusal }
             // Checked whether anything waits on the adopter or not: this one may have come since.
             if inner.phase == .pending {
-                guard inner.extras?.waitingOn == nil, inner.upstream.map({ $0 === link }) == true, next.endsEveryWalkLocked
+                guard !(inner.extras?.waitsOnSomething ?? false), inner.upstream.map({ $0 === link }) == true, next.endsEveryWalkLocked
                 else { return nil }
             }
             return adopter.decideLocked(adopting: inner, adopterDepth: adopterDepth, targetDepth: 0, effects: &effects)
@@ -211,7 +211,7 @@ extension FutureStorage {
     /// a future it waits on (one that has completed counts too, as the cycle walk would pass it).
     final var waitsLocked: Bool {
         assertLocked()
-        return upstream != nil || extras?.waitingOn != nil
+        return upstream != nil || extras?.waitsOnSomething ?? false
     }
 
     /// An adoption made with ``AdoptionGate`` held exclusively: finds both roots, splits the set
@@ -364,7 +364,7 @@ extension FutureStorage {
         reusing handed: inout FutureStorage<Value>?,
         depth foundDepth: Int32,
         path foundPath: ForwardPath,
-        generation: UInt
+        generation: UInt64
     ) -> FutureStorage<Value>? {
         let found = handed
         handed = nil  // (not `take()`: a generic call, which unspecialised looks up the optional's metadata)

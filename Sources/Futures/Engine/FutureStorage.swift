@@ -80,6 +80,10 @@ final class PendingExtras<Value: Sendable>: RareState {
     @exclusivity(unchecked) @usableFromInline weak var waitingOnWeakly: (any CycleNode)?
     /// Which of the two holds ``waitingOn``.
     @exclusivity(unchecked) @usableFromInline var waitsWeakly = false
+    /// Whether ``waitingOn`` was set, without reading it (a weak read retains, and the release that
+    /// follows could be the last one, under the owner's lock): `true` also for a future held weakly
+    /// that is gone, which only sends an adoption the way that walks.
+    @inlinable var waitsOnSomething: Bool { waitsWeakly || waitingOnStrongly != nil }
     /// The progress relation recorded by adoptions while nobody used progress (see
     /// ``ProgressRelation``); it costs no allocation, since an adoption allocates this box anyway.
     @exclusivity(unchecked) var progressRelation: ProgressRelation?

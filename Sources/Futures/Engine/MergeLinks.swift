@@ -84,30 +84,18 @@ extension FutureStorage {
     /// ``lockedRoot()`` for a consumer's call: splits the merge set until this future's state is
     /// its own (depth 0), or the future holding it has completed (it then has this one's outcome).
     ///
-    /// The first walk notes the forwards it takes, so that the split it leads to, inside the gate
-    /// held exclusively, walks again only if a table of forwards changed since the walk began or
-    /// the future it found no longer holds this one's state.
+    /// Each walk notes the forwards it takes, so that the split it leads to, inside the gate held
+    /// exclusively, walks again only if a table of forwards changed since the walk began or the
+    /// future it found no longer holds this one's state.
     @usableFromInline @inline(never)
     final func lockedOwnRoot() -> FutureStorage<Value> {
-        let generation = swift_futures_forward_generation_load_acquire()
         var path = ForwardPath()
-        var garbage: [AnyObject] = []
-        var (root, depth) = rootAndDepth(startingAt: 0, collecting: &garbage, path: &path)
-        releaseOutsideLock(garbage)
-        var lock = LockTable.acquire(root)
-        if root.nextInWalkLocked(depth: depth) != nil {
-            // Merged or split again since the walk: start over the usual way.
-            LockTable.release(lock)
-            (root, depth) = lockedRoot()
-            lock = LockTable.lock(at: LockTable.index(of: root))
-            path = ForwardPath()
-        }
+        var (root, depth, generation) = lockedRootNotingForwards(&path)
         while depth > 0 && root.phase == .pending {
-            LockTable.release(lock)
+            LockTable.release(LockTable.lock(at: LockTable.index(of: root)))
             // Let go of the root now, under no lock: this may be its last reference (its chain
-            // ended meanwhile), and its deinit must not run under the lock taken next.
-            // (The split takes the reference to the root it is handed, and lets go of it after the
-            // gate.)
+            // ended meanwhile), and its deinit must not run under the lock taken next. (The split
+            // takes the reference it is handed, and lets go of it after the gate.)
             var found: FutureStorage<Value>? = root
             root = self
             // The future the split made holds this one's state at depth 0 for good (only a merge
@@ -117,11 +105,29 @@ extension FutureStorage {
                 if state.phase != .linked { return state }
                 LockTable.release(stateLock)
             }
-            path = ForwardPath()
-            (root, depth) = lockedRoot()
-            lock = LockTable.lock(at: LockTable.index(of: root))
+            (root, depth, generation) = lockedRootNotingForwards(&path)
         }
         return root
+    }
+
+    /// ``lockedRoot()`` from this future, with the forwards the walk took after its last link in
+    /// `path` and the count of forward-table changes it read before it began (see
+    /// ``split(reusing:depth:path:generation:)``).
+    private final func lockedRootNotingForwards(_ path: inout ForwardPath) -> (FutureStorage<Value>, depth: Int32, generation: UInt64) {
+        while true {
+            let generation = swift_futures_forward_generation_load_acquire()
+            path = ForwardPath()
+            var garbage: [AnyObject] = []
+            var (root, depth) = rootAndDepth(startingAt: 0, collecting: &garbage, path: &path)
+            releaseOutsideLock(garbage)
+            let lock = LockTable.acquire(root)
+            if root.nextInWalkLocked(depth: depth) == nil { return (root, depth, generation) }
+            // Merged or split again since the walk: walk again from the start. The root goes
+            // first, under no lock (the walk may release its last other reference).
+            LockTable.release(lock)
+            root = self
+            depth = 0
+        }
     }
 
     /// The future that holds this one's state for a consumer's call (see ``lockedOwnRoot()``).

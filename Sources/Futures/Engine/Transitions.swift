@@ -401,7 +401,11 @@ extension FutureStorage {
         }
         let moved = state.ensureExtras
         moved.takeCompleter(of: extras)
-        _ = moved.wait(on: extras.waitingOn, weakly: immortal)  // (new: it held nothing)
+        // (The new future held nothing; what is read here may be the last reference when it is
+        // read weakly, and is released after the locks.)
+        let waitingOn = extras.waitingOn
+        _ = moved.wait(on: waitingOn, weakly: immortal)
+        if let waitingOn { keepAlive.append(waitingOn) }
         // The observers registered on the future `state` now is become its own callbacks.
         moved.merge = extras.merge.split(at: depth, key: RegistrationKey(self), own: &state.callbacks)
         // Moved by hand: `swap` of an optional closure is a generic call, which unspecialised
