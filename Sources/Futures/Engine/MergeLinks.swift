@@ -119,7 +119,16 @@ extension FutureStorage {
             path = ForwardPath()
             var garbage: [AnyObject] = []
             var (root, depth) = rootAndDepth(startingAt: 0, collecting: &garbage, path: &path)
-            releaseOutsideLock(garbage)
+            // Consumed, not copied: a copy would leave the array to be destroyed at the end of the
+            // scope, under the lock taken below, with what may be the last reference to a future.
+            releaseOutsideLock(consume garbage)
+            #if DEBUG
+            let context = ThreadContext.current.takeUnretainedValue()
+            if let hook = context.afterConsumerWalk {
+                context.afterConsumerWalk = nil
+                hook()
+            }
+            #endif
             let lock = LockTable.acquire(root)
             if root.nextInWalkLocked(depth: depth) == nil { return (root, depth, generation) }
             // Merged or split again since the walk: walk again from the start. The root goes

@@ -72,6 +72,11 @@ final class ThreadContext {
     /// How many futures past the first the walks along merge links and forwards made on this
     /// thread have passed (for tests of their cost).
     @exclusivity(unchecked) var mergeStepsWalked = 0
+    #if DEBUG
+    /// Run once, and cleared, right after the next walk of a consumer's call on this thread and
+    /// before it locks the future it found (for tests of what other threads may do in between).
+    @exclusivity(unchecked) var afterConsumerWalk: (() -> Void)?
+    #endif
 
     /// True while cancellation-token handlers run on this thread; handlers of tokens they cancel (or
     /// make immortal) in turn queue up instead of recursing.

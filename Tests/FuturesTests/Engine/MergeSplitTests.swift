@@ -291,6 +291,31 @@ struct MergeSplitTests {
         #expect(later.allSatisfy { $0.outcome?.value == 6 })
     }
 
+    #if DEBUG
+    /// A consumer's walk found a set's root, which then merged into another set and lost its
+    /// last handle before the walk locked it: the walk lets go of it before it walks again, so it
+    /// is freed under no lock (debug builds trap on a future freed under a stripe lock), and the
+    /// consumer lands on the state of its own.
+    @Test func aRootThatMergesAwayBetweenAConsumersWalkAndItsLockIsFreedUnderNoLock() {
+        let outer = Promise<Int>()
+        var root: Promise<Int>? = Promise<Int>()
+        let inner = Promise<Int>()
+        #expect(root!.complete(with: inner.future))  // inner's future merges into root's
+        weak let freedRoot = root!.future.storage
+        ThreadContext.current.takeUnretainedValue().afterConsumerWalk = {
+            // Root's set merges into outer's, and root's last handle goes.
+            #expect(outer.complete(with: root!.future))
+            root = nil
+        }
+        let consumer = inner.future.map(on: .immediate) { $0 + 1 }
+        #expect(ThreadContext.current.takeUnretainedValue().afterConsumerWalk == nil, "the hook ran")
+        #expect(freedRoot == nil)
+        #expect(inner.succeed(41))
+        #expect(consumer.outcome?.value == 42)
+        #expect(outer.future.outcome?.value == 41)
+    }
+    #endif
+
     /// Splitting from the bottom up, then completing: each level's wait finishes the level above
     /// through the first future's table in one step, not through every split below it.
     @Test func completingASetSplitBottomUpWalksAFewFuturesPerLevel() {
