@@ -127,10 +127,13 @@ extension FutureStorage: CycleNode {
 
     @usableFromInline
     func compressWait(to ancestor: any CycleNode) {
-        // The old pointer is released after the lock.
+        // Held weakly: the path to the ancestor may pass a future that became immortal after this
+        // one waited on it, and holds what it waits on only weakly; a strong pointer past it would
+        // keep an immortal future, and what registered on it, alive with this one. The old pointer
+        // is released after the lock.
         let old = LockTable.withLock(self) { () -> (any CycleNode)? in
             guard phase == .pending, !flag(StorageFlags.waitMayChange), let extras else { return nil }
-            return extras.wait(on: ancestor, weakly: immortal)
+            return extras.wait(on: ancestor, weakly: true)
         }
         releaseOutsideLock(old)
     }

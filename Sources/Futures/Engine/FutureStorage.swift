@@ -70,13 +70,15 @@ final class PendingExtras<Value: Sendable>: RareState {
     /// detection, a future further along the same waits (see ``CycleDetection``); set through
     /// ``wait(on:weakly:)``.
     @inlinable var waitingOn: (any CycleNode)? { waitsWeakly ? waitingOnWeakly : waitingOnStrongly }
-    /// ``waitingOn``, held strongly: the future this one waits on is its upstream too, which this
-    /// one holds strongly already, and one further along the waits is held by that one in turn.
-    /// (A weak reference would give every future waited on a side table: an allocation, and every
-    /// retain and release of that future through it from then on.)
+    /// ``waitingOn``, held strongly when it is the future this one waits on, which is its upstream
+    /// too and held as strongly already (a weak reference would give every future waited on a side
+    /// table: an allocation, and every retain and release of that future through it from then on).
+    /// A merge or a split moves it with its strength.
     @exclusivity(unchecked) @usableFromInline var waitingOnStrongly: (any CycleNode)?
-    /// ``waitingOn``, held weakly, by an immortal future: like its upstream, what it waits on
-    /// may hold it through callbacks that nothing will ever release.
+    /// ``waitingOn``, held weakly: by an immortal future (like its upstream, what it waits on may
+    /// hold it through callbacks that nothing will ever release), and as a pointer that cycle
+    /// detection compressed further along the waits (the path may pass a future that became
+    /// immortal later and holds what it waits on only weakly).
     @exclusivity(unchecked) @usableFromInline weak var waitingOnWeakly: (any CycleNode)?
     /// Which of the two holds ``waitingOn``.
     @exclusivity(unchecked) @usableFromInline var waitsWeakly = false

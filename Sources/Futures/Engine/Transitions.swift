@@ -353,8 +353,10 @@ extension FutureStorage {
         } else {
             extras.handCompletion(to: target)
         }
+        // As strong as the target held it: a compressed pointer stays weak.
         let waitingOn = target.extras?.waitingOn
-        if let old = extras.wait(on: waitingOn, weakly: target.immortal) { keepAlive.append(old) }  // released after the locks
+        let weakly = target.immortal || (target.extras?.waitsWeakly ?? false)
+        if let old = extras.wait(on: waitingOn, weakly: weakly) { keepAlive.append(old) }  // released after the locks
         if let waitingOn { keepAlive.append(waitingOn) }
         // (A merged join only ever adopts `never`: an adopter has no demand of its own to replace,
         // and none is released here.)
@@ -404,7 +406,7 @@ extension FutureStorage {
         // (The new future held nothing; what is read here may be the last reference when it is
         // read weakly, and is released after the locks.)
         let waitingOn = extras.waitingOn
-        _ = moved.wait(on: waitingOn, weakly: immortal)
+        _ = moved.wait(on: waitingOn, weakly: immortal || extras.waitsWeakly)
         if let waitingOn { keepAlive.append(waitingOn) }
         // The observers registered on the future `state` now is become its own callbacks.
         moved.merge = extras.merge.split(at: depth, key: RegistrationKey(self), own: &state.callbacks)
