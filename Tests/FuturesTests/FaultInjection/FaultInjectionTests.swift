@@ -80,13 +80,16 @@ struct FaultInjectionTests {
     /// future queued on itself: the failure is not delivered under that lock.
     @Test func anExecutorDroppingJobsUnderItsOwnLockDoesNotDeadlock() async {
         final class LockedHoard: Executor, @unchecked Sendable {
-            // Safety: `jobs` is only touched while holding `lock`.
+            // Safety: `jobs` is only touched while holding `lock`; `queued` is Sendable.
             let lock = NSLock()
             var jobs: [@Sendable () -> Void] = []
+            /// One element for every job handed over, after it is stored.
+            let (handedOver, queued) = AsyncStream.makeStream(of: Void.self)
             func execute(_ work: @escaping @Sendable () -> Void) {
                 lock.lock()
                 jobs.append(work)
                 lock.unlock()
+                queued.yield()
             }
             func dropAllUnderTheLock() {
                 lock.lock()
@@ -95,14 +98,19 @@ struct FaultInjectionTests {
             }
         }
         let executor = LockedHoard()
+        var handedOver = executor.handedOver.makeAsyncIterator()
         let source = Promise<Int>()
         let derived = source.future.map(on: executor) { $0 }
         derived.whenComplete(on: executor) { _ in }
         #expect(source.succeed(1))
+        #expect(await handedOver.next() != nil)  // the map's job
         executor.dropAllUnderTheLock()
         #expect(await derived.result.error as? FutureError == .droppedJob)
-        // The observer's job, queued as the failure arrived, refers to the executor that holds
-        // it: dropped too, or the two would keep each other alive (LeakSanitizer reports it).
+        // The observer's job, queued as the failure arrived (on the thread that reports the
+        // dropped job, which may still be running the failure's callbacks when `await` returns),
+        // refers to the executor that holds it: dropped too once it is there, or the two would
+        // keep each other alive (LeakSanitizer reports it).
+        #expect(await handedOver.next() != nil)
         executor.dropAllUnderTheLock()
     }
 
