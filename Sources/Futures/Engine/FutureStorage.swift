@@ -105,9 +105,10 @@ final class PendingExtras<Value: Sendable>: RareState {
 
     @usableFromInline init() { super.init(ofCompleted: false) }
 
-    /// Records what this future waits on (caller holds the owner's lock), weakly if the owner is
-    /// immortal (see ``waitingOnWeakly``). Returns the reference it held before, for the caller to
-    /// release after the lock.
+    /// Records what this future waits on (caller holds the owner's lock), weakly if asked to (an
+    /// immortal owner, a compressed pointer, or a weak one moved by a merge or a split: see
+    /// ``waitingOnWeakly``). Returns the reference it held before, for the caller to release after
+    /// the lock.
     @inlinable
     func wait(on node: (any CycleNode)?, weakly: Bool) -> (any CycleNode)? {
         let old = waitingOnStrongly
