@@ -1,3 +1,4 @@
+import CFuturesAtomicGlobals
 import Dispatch
 import Foundation
 
@@ -77,18 +78,24 @@ public struct CurrentExecutor: Executor {
     /// The executor that ``CurrentExecutor`` stands for on the calling thread right now.
     public static func resolve() -> any Executor {
         if MainQueue.isCurrent { return MainExecutor() }
-        if let executor = ThreadContext.existing?.currentExecutor { return executor }
+        if let context = ThreadContext.existing {
+            if let builtIn = context.currentBuiltIn { return builtIn.executor }
+            if let custom = context.currentCustom { return custom.base }
+        }
         return GlobalExecutor(qos: .default)
     }
 
     /// ``resolve()``, with the resolved executor's affinity.
     @usableFromInline
     static func resolveHop() -> Hop {
-        if MainQueue.isCurrent { return .executor(MainExecutor(), affinity: .main) }
-        if let context = ThreadContext.existing, let executor = context.currentExecutor {
-            return .executor(executor, affinity: context.currentAffinity)
+        if MainQueue.isCurrent { return .builtIn(.main) }
+        guard let pointer = ThreadContext.existingPointer else { return .builtIn(.global(.default)) }
+        // Borrowed: the thread keeps its context alive.
+        return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in
+            if let builtIn = context.currentBuiltIn { return .builtIn(builtIn) }
+            if let custom = context.currentCustom { return .custom(custom) }
+            return .builtIn(.global(.default))
         }
-        return .executor(GlobalExecutor(qos: .default), affinity: .global(.default))
     }
 
     /// Resolves the current executor and runs `work` on it.
@@ -106,7 +113,7 @@ public struct MainExecutor: MainActorExecutor {
 
     /// Schedules `work` on the main queue.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        DispatchQueue.main.async { Drain.run(on: self, affinity: .main, work) }
+        BuiltInExecutor.main.execute(work)
     }
 }
 
@@ -121,11 +128,7 @@ public struct MainImmediateExecutor: MainActorExecutor {
 
     /// Runs `work` now if on the main queue, else schedules it there.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        if MainQueue.isCurrent {
-            work()
-        } else {
-            DispatchQueue.main.async { Drain.run(on: self, affinity: .main, work) }
-        }
+        BuiltInExecutor.mainImmediate.execute(work)
     }
 }
 
@@ -139,7 +142,7 @@ public struct GlobalExecutor: Executor {
 
     /// Schedules `work` on the global queue.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        DispatchQueue.global(qos: qos).async { Drain.run(on: self, affinity: affinity, work) }
+        builtIn.execute(work)
     }
 }
 
@@ -153,7 +156,7 @@ public struct QueueExecutor: Executor {
 
     /// Schedules `work` on the queue.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        queue.async { Drain.run(on: self, affinity: affinity, work) }
+        builtIn.execute(work)
     }
 }
 
@@ -167,7 +170,7 @@ public struct OperationQueueExecutor: Executor {
 
     /// Adds `work` to the operation queue.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        operationQueue.addOperation { Drain.run(on: self, affinity: affinity, work) }
+        builtIn.execute(work)
     }
 }
 
@@ -241,7 +244,9 @@ enum MainQueue {
         return key
     }()
 
-    static var isCurrent: Bool { DispatchQueue.getSpecific(key: key) != nil }
+    /// (libdispatch's `dispatch_get_specific`, called directly: the overlay's generic
+    /// `getSpecific(key:)` wraps it in a box lookup that costs more than the call.)
+    static var isCurrent: Bool { swift_futures_dispatch_specific_is_set(Unmanaged.passUnretained(key).toOpaque()) }
 
     /// Whether `queue` is the main queue (by its specific value: on Linux, `DispatchQueue.main`
     /// makes a new wrapper object on each access, so identity cannot tell).

@@ -87,22 +87,20 @@ final class DerivedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Val
 /// which keeps the transform and where it runs itself until it runs, for the reason
 /// ``MappedStorage`` gives: the source's callback captures this one object, so a step allocates no
 /// closure context beside it. (A separate class, so that an `.immediate` map's future does not
-/// carry an executor it never uses.)
+/// carry an executor it never uses; generic over the kind of executor, so that a built-in one is
+/// kept in one word and a half, not in an existential.)
 @usableFromInline
-final class HoppingMappedStorage<Source: Sendable, Value: Sendable>: FutureStorage<Value>, @unchecked Sendable {
+final class HoppingMappedStorage<Source: Sendable, Value: Sendable, Target: HopTarget>: FutureStorage<Value>, @unchecked Sendable {
     // Safety: as ``MappedStorage``'s `transform`, which `receive` clears before it hands the
-    // transform to a job of its own; `hop` never changes.
+    // transform to a job of its own; `target` never changes.
     @exclusivity(unchecked) @usableFromInline var transform: (@Sendable (Source) throws -> Value)?
-    /// Where the transform runs, and that executor's affinity, apart from it: reading the affinity
-    /// copies no executor.
-    @usableFromInline let executor: any Executor
-    @usableFromInline let affinity: Affinity?
+    /// Where the transform runs.
+    @usableFromInline let target: Target
 
     @inlinable
-    init(_ transform: @escaping @Sendable (Source) throws -> Value, executor: consuming any Executor, affinity: Affinity?) {
+    init(_ transform: @escaping @Sendable (Source) throws -> Value, target: Target) {
         self.transform = transform
-        self.executor = executor
-        self.affinity = affinity
+        self.target = target
         super.init()
     }
 
@@ -123,7 +121,7 @@ final class HoppingMappedStorage<Source: Sendable, Value: Sendable>: FutureStora
             _ = finish(.cancelled, origin: self)
             return
         }
-        if let affinity, Drain.isInJob(of: affinity) {  // as `Hop.runsHere`
+        if let affinity = target.affinity, Drain.isInJob(of: affinity) {  // as `Hop.runsHere`
             let result = Outcome { try self.transform!(value) }
             transform = nil  // (borrowed above, not moved out: a move costs a retain)
             _ = finish(result, origin: self)  // in the running job: no job to allocate
@@ -131,7 +129,7 @@ final class HoppingMappedStorage<Source: Sendable, Value: Sendable>: FutureStora
         }
         let work = transform!
         transform = nil
-        Hop.executor(executor, affinity: affinity).handOff({
+        target.handOff({
             let result = Outcome { try work(value) }
             Drain.completingInJob { _ = self.finish(result, origin: self) }
         }, failingIfDropped: self)
@@ -189,7 +187,7 @@ extension Future {
                 storage.register({ outcome in derived.receive(outcome) }, derived: derived)
             }
             return Future<NewValue>(storage: derived)
-        case .executor:
+        case .builtIn, .custom:
             let derived = FutureStorage<NewValue>()
             derived.configure(progressWeight: progressWeight, combinesProgress: combinesProgress, adopts: adopts)
             // The context is captured once, here, and restored where `body` runs: in the job, not
@@ -250,22 +248,33 @@ extension Future {
     /// (`.inline` only), the step captures no context.
     @inlinable
     func map<NewValue>(
-        hop: Hop,
+        hop: consuming Hop,
         carryingContext: Bool = true,
         _ transform: @escaping @Sendable (Value) throws -> NewValue
     ) -> Future<NewValue> {
-        switch hop {
+        switch consume hop {
         case .inline:
             // The callback captures the derived future alone (see ``MappedStorage``).
             let derived = MappedStorage<Value, NewValue>(transform)
             storage.register({ outcome in derived.receive(outcome) }, derived: derived, carryingContext: carryingContext)
             return Future<NewValue>(storage: derived)
-        case .executor(let executor, let affinity):
-            let transform = FutureContext.isInstalled ? FutureContext.carryingThrowingInstalled(transform) : transform  // restored in the job
-            let derived = HoppingMappedStorage<Value, NewValue>(transform, executor: executor, affinity: affinity)
-            storage.register({ outcome in derived.receive(outcome) }, derived: derived, carryingContext: false)
-            return Future<NewValue>(storage: derived)
+        case .builtIn(let target):
+            return map(hoppingTo: target, transform)
+        case .custom(let target):
+            return map(hoppingTo: target, transform)
         }
+    }
+
+    /// A map step whose transform runs on `target`.
+    @inlinable
+    func map<NewValue, Target: HopTarget>(
+        hoppingTo target: Target,
+        _ transform: @escaping @Sendable (Value) throws -> NewValue
+    ) -> Future<NewValue> {
+        let transform = FutureContext.isInstalled ? FutureContext.carryingThrowingInstalled(transform) : transform  // restored in the job
+        let derived = HoppingMappedStorage<Value, NewValue, Target>(transform, target: target)
+        storage.register({ outcome in derived.receive(outcome) }, derived: derived, carryingContext: false)
+        return Future<NewValue>(storage: derived)
     }
 
     /// Continues with another asynchronous step and adopts its future (collapsing: the result is

@@ -46,11 +46,8 @@ extension Future {
         if let outcome = storage.observedOutcome { return outcome }
         let context = ThreadContext.existing
         if context?.isDraining == true { throw .blockingWait }
-        if let context, context.currentExecutor != nil {
-            switch context.currentAffinity {
-            case .global?: break
-            default: throw .blockingWait
-            }
+        if let context, context.currentBuiltIn != nil || context.currentCustom != nil {
+            if context.currentAffinity?.isGlobal != true { throw .blockingWait }
         }
         if MainQueue.isCurrent { return try outcomeRunningTheMainQueue() }
         let semaphore = DispatchSemaphore(value: 0)

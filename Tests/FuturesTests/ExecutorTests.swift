@@ -46,6 +46,28 @@ struct ExecutorTests {
         #expect(recorder.all == ["outer", "inner"])
     }
 
+    @Test func currentStaysOnACustomExecutorThroughTheJobsOfTheStepsItRegisters() {
+        let executor = ManualExecutor()
+        let recorder = Recorder<String>()
+        let promise = Promise<Int>()
+        Future(value: 1).whenSuccess(on: executor) { _ in
+            // Registered in the executor's job with the default executor: its step is a job of the
+            // same executor, and what that job registers with the default stays there too.
+            _ = promise.future.map { value in
+                Future(value: value).whenSuccess { _ in recorder.append("registered in the step's job") }
+                recorder.append("step")
+            }
+        }
+        #expect(executor.runNext())
+        promise.succeed(2)
+        #expect(executor.queuedCount == 1, "the step's job")
+        #expect(executor.runNext())
+        #expect(recorder.all == ["step"])
+        #expect(executor.queuedCount == 1, "the callback registered in the step's job went to the same executor")
+        executor.runAll()
+        #expect(recorder.all == ["step", "registered in the step's job"])
+    }
+
     @Test func currentElsewhereIsGlobal() async throws {
         let resolved = try await Future(on: .global()) { () -> String in
             String(describing: type(of: CurrentExecutor.resolve()))

@@ -230,6 +230,22 @@ static inline void swift_futures_thread_context_set(void *context) {
     swift_futures_thread_context = context;
 }
 
+// MARK: - The main queue's mark
+
+#if defined(__APPLE__)
+#include <dispatch/dispatch.h>
+#else
+/// libdispatch's own function (declared here: its header is not on a C target's include path
+/// outside Apple platforms; the library is linked into every process that imports Dispatch).
+extern void *dispatch_get_specific(const void *key);
+#endif
+
+/// Whether the queue running the calling code, or a queue it targets, has a value for `key`: the
+/// key of a `DispatchSpecificKey`, which is the key object's address.
+static inline bool swift_futures_dispatch_specific_is_set(const void *key) {
+    return dispatch_get_specific(key) != 0;
+}
+
 #ifdef __cplusplus
 }
 #endif

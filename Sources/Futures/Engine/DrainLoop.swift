@@ -44,14 +44,28 @@ enum Drain {
     /// Runs `job` with `executor` (and its affinity) recorded as the one running on this thread.
     /// The job's own code runs with affinity closed (see ``completingInJob(_:)``).
     @usableFromInline
-    static func run(on executor: any Executor, affinity: Affinity?, _ job: () -> Void) {
+    static func run(on executor: BuiltInExecutor, _ job: () -> Void) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
-        let saved = (context.currentExecutor, context.currentAffinity, context.affinityOpen)
-        context.currentExecutor = executor
-        context.currentAffinity = affinity
+        let saved = (context.currentBuiltIn, context.currentCustom, context.currentAffinity, context.affinityOpen)
+        context.currentAffinity = executor.jobAffinity
+        context.currentBuiltIn = executor
+        context.currentCustom = nil
         context.affinityOpen = false
         job()
-        (context.currentExecutor, context.currentAffinity, context.affinityOpen) = saved
+        (context.currentBuiltIn, context.currentCustom, context.currentAffinity, context.affinityOpen) = saved
+    }
+
+    /// ``run(on:_:)-(BuiltInExecutor,_)`` for a custom executor, which has no affinity.
+    @usableFromInline
+    static func run(on executor: RecordingExecutor, _ job: () -> Void) {
+        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
+        let saved = (context.currentBuiltIn, context.currentCustom, context.currentAffinity, context.affinityOpen)
+        context.currentAffinity = nil
+        context.currentBuiltIn = nil
+        context.currentCustom = executor
+        context.affinityOpen = false
+        job()
+        (context.currentBuiltIn, context.currentCustom, context.currentAffinity, context.affinityOpen) = saved
     }
 
     /// Runs `completion`, the library completing a derived future in a job after the transform
@@ -85,7 +99,7 @@ enum Drain {
     /// Whether a drain loop runs on this thread inside a job on `affinity`, started by the library
     /// completing a future after the job's user code returned: a callback for that executor may then
     /// run here, in the job.
-    @usableFromInline
+    @inlinable
     static func isInJob(of affinity: Affinity) -> Bool {
         guard let pointer = ThreadContext.existingPointer else { return false }
         return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in

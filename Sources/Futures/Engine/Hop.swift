@@ -10,7 +10,11 @@ import Foundation
 @usableFromInline
 enum Hop: Sendable {
     case inline
-    case executor(any Executor, affinity: Affinity?)
+    /// A built-in executor, kept as a ``BuiltInExecutor``: copying one is at most a retain, where
+    /// an `any Executor` is copied through its type's value witnesses.
+    case builtIn(BuiltInExecutor)
+    /// Any other executor, wrapped so that its jobs record it.
+    case custom(RecordingExecutor)
 
     @inlinable
     init<E: Executor>(_ executor: E) {
@@ -20,9 +24,9 @@ enum Hop: Sendable {
         } else if E.self == CurrentExecutor.self {
             self = CurrentExecutor.resolveHop()
         } else if let builtIn = executor as? any RecordsItself {
-            self = .executor(executor, affinity: builtIn.affinity)
+            self = .builtIn(builtIn.builtIn)
         } else {
-            self = .executor(RecordingExecutor(base: executor), affinity: nil)
+            self = .custom(RecordingExecutor(base: executor))
         }
     }
 
@@ -33,7 +37,7 @@ enum Hop: Sendable {
     func run(_ work: @escaping @Sendable () -> Void) {
         switch self {
         case .inline: work()
-        case .executor: handOff(FutureContext.carrying(work))
+        case .builtIn, .custom: handOff(FutureContext.carrying(work))
         }
     }
 
@@ -44,10 +48,8 @@ enum Hop: Sendable {
     func handOff(_ work: @escaping @Sendable () -> Void) {
         switch self {
         case .inline: work()
-        case .executor(let executor, let affinity):
-            // Dispatch queues never drop or repeat a job; other executors' jobs run at most once.
-            if let affinity, !affinity.mayDropJobs { return executor.execute(work) }
-            Self.runGuarded(work, on: executor, failingIfDropped: nil)
+        case .builtIn(let builtIn): builtIn.handOff(work, failingIfDropped: nil)
+        case .custom(let recording): recording.handOff(work, failingIfDropped: nil)
         }
     }
 
@@ -61,20 +63,8 @@ enum Hop: Sendable {
     func handOff(_ work: @escaping @Sendable () -> Void, failingIfDropped target: any DroppedJobTarget) {
         switch self {
         case .inline: work()
-        case .executor(let executor, let affinity):
-            // Dispatch queues never drop or repeat a job: they pay nothing for the guard.
-            if let affinity, !affinity.mayDropJobs { return executor.execute(work) }
-            Self.runGuarded(work, on: executor, failingIfDropped: target)
-        }
-    }
-
-    @usableFromInline @inline(never)
-    static func runGuarded(_ work: @escaping @Sendable () -> Void, on executor: any Executor, failingIfDropped target: (any DroppedJobTarget)?) {
-        let job = GuardedJob(work, target: target)
-        if let recording = executor as? RecordingExecutor {
-            recording.execute(job)  // one closure for both wrappers
-        } else {
-            executor.execute { job.run() }
+        case .builtIn(let builtIn): builtIn.handOff(work, failingIfDropped: target)
+        case .custom(let recording): recording.handOff(work, failingIfDropped: target)
         }
     }
 
@@ -85,7 +75,8 @@ enum Hop: Sendable {
     var runsHere: Bool {
         switch self {
         case .inline: return true
-        case .executor(_, let affinity): return affinity.map(Drain.isInJob(of:)) ?? false
+        case .builtIn(let builtIn): return Drain.isInJob(of: builtIn.jobAffinity)
+        case .custom: return false
         }
     }
 
@@ -97,75 +88,201 @@ enum Hop: Sendable {
     }
 }
 
+/// Where a derived future's job runs, kept in the future itself (see ``HoppingMappedStorage``).
+@usableFromInline
+protocol HopTarget: Sendable {
+    /// The executor's affinity, if it has one (a built-in executor).
+    var affinity: Affinity? { get }
+    /// Hands `work` to the executor, guarded if the executor may drop or repeat jobs (see
+    /// ``Hop/handOff(_:failingIfDropped:)``).
+    func handOff(_ work: @escaping @Sendable () -> Void, failingIfDropped target: (any DroppedJobTarget)?)
+}
+
 /// What a built-in executor runs its jobs on. When a chain step that ran in a job of an executor
 /// completes the next future, that future's callbacks for the same executor run in the job, after the
 /// step, instead of being handed over again: a chain on a serial queue runs in one job, not one job
 /// per step (see ``Drain/completingInJob(_:)``).
+///
+/// Compared field by field, with no switch: a kind, the queue's identity, and the global queue's
+/// quality of service. A dispatch queue counts by identity: two wrappers of one queue, like two
+/// accesses of `DispatchQueue.global()` on Linux, count as two, and their callbacks are handed
+/// over. An operation queue, by identity too.
 @usableFromInline
-enum Affinity: Equatable, Sendable {
-    /// A dispatch queue, by identity (two wrappers of one queue, like two accesses of
-    /// `DispatchQueue.global()` on Linux, count as two: their callbacks are handed over).
-    case queue(ObjectIdentifier)
-    /// A global concurrent queue.
-    case global(DispatchQoS.QoSClass)
-    /// The main queue.
-    case main
-    /// An operation queue, by identity: its cancelled operations never run, so its jobs are
-    /// guarded (see ``Hop/handOff(_:failingIfDropped:)``).
-    case operationQueue(ObjectIdentifier)
+struct Affinity: Equatable, Sendable {
+    @usableFromInline enum Kind: UInt8, Sendable { case main, global, queue, operationQueue }
 
-    /// Whether jobs handed to this executor may never run.
-    @inlinable var mayDropJobs: Bool {
-        if case .operationQueue = self { return true }
-        return false
+    /// The queue's address (0 for the main and the global queues).
+    @usableFromInline let identity: UInt
+    @usableFromInline let kind: Kind
+    /// The global queue's quality of service (`.default` for the other kinds).
+    @usableFromInline let qos: DispatchQoS.QoSClass
+
+    @inlinable init(_ kind: Kind, identity: UInt = 0, qos: DispatchQoS.QoSClass = .default) {
+        self.identity = identity
+        self.kind = kind
+        self.qos = qos
+    }
+
+    /// The main queue (and the main operation queue, whose operations run there).
+    @inlinable static var main: Affinity { Affinity(.main) }
+    /// A global concurrent queue.
+    @inlinable static func global(_ qos: DispatchQoS.QoSClass) -> Affinity { Affinity(.global, qos: qos) }
+
+    /// Whether this is a global concurrent queue's.
+    @inlinable var isGlobal: Bool { kind == .global }
+}
+
+/// A built-in executor, as the engine keeps it: the queue it runs on (no existential around it,
+/// so copying one is one retain) and its kind, from which its affinity follows.
+///
+/// `QueueExecutor` of the main queue is kept as `MainExecutor`: the two run their jobs the same way.
+@usableFromInline
+struct BuiltInExecutor: HopTarget {
+    @usableFromInline enum Kind: UInt8, Sendable {
+        case main, mainImmediate, global, queue, operationQueue, mainOperationQueue
+    }
+
+    @usableFromInline let kind: Kind
+    /// The global queue's quality of service (`.default` for the other kinds).
+    @usableFromInline let qos: DispatchQoS.QoSClass
+    /// The `DispatchQueue` of `.queue`, or the `OperationQueue` of the operation queue kinds.
+    @usableFromInline let queue: (any AnyObject & Sendable)?
+
+    @inlinable init(_ kind: Kind, qos: DispatchQoS.QoSClass = .default, queue: (any AnyObject & Sendable)? = nil) {
+        self.kind = kind
+        self.qos = qos
+        self.queue = queue
+    }
+
+    @inlinable static var main: BuiltInExecutor { BuiltInExecutor(.main) }
+    @inlinable static var mainImmediate: BuiltInExecutor { BuiltInExecutor(.mainImmediate) }
+    @inlinable static func global(_ qos: DispatchQoS.QoSClass) -> BuiltInExecutor { BuiltInExecutor(.global, qos: qos) }
+    @inlinable static func queue(_ queue: DispatchQueue) -> BuiltInExecutor { BuiltInExecutor(.queue, queue: queue) }
+    @inlinable static func operationQueue(_ queue: OperationQueue, isMain: Bool) -> BuiltInExecutor {
+        BuiltInExecutor(isMain ? .mainOperationQueue : .operationQueue, queue: queue)
+    }
+
+    /// The dispatch queue of `.queue`.
+    @inlinable var dispatchQueue: DispatchQueue {
+        unsafeDowncast(queue.unsafelyUnwrapped as AnyObject, to: DispatchQueue.self)
+    }
+    /// The operation queue of the operation queue kinds.
+    @inlinable var operationQueue: OperationQueue {
+        unsafeDowncast(queue.unsafelyUnwrapped as AnyObject, to: OperationQueue.self)
+    }
+
+    /// What the executor runs its jobs on.
+    @inlinable var affinity: Affinity? { jobAffinity }
+
+    /// ``affinity``, which a built-in executor always has.
+    @inlinable var jobAffinity: Affinity {
+        switch kind {
+        case .main, .mainImmediate, .mainOperationQueue: .main
+        case .global: .global(qos)
+        case .queue: Affinity(.queue, identity: queueAddress)
+        case .operationQueue: Affinity(.operationQueue, identity: queueAddress)
+        }
+    }
+
+    /// The address of the queue (which this value holds, so no other object can have it).
+    @inlinable var queueAddress: UInt {
+        UInt(bitPattern: ObjectIdentifier(queue.unsafelyUnwrapped as AnyObject))
+    }
+
+    /// The public executor this stands for.
+    var executor: any Executor {
+        switch kind {
+        case .main: MainExecutor()
+        case .mainImmediate: MainImmediateExecutor()
+        case .global: GlobalExecutor(qos: qos)
+        case .queue: QueueExecutor(dispatchQueue)
+        case .operationQueue, .mainOperationQueue: OperationQueueExecutor(operationQueue)
+        }
+    }
+
+    /// Runs `work` in a job of the executor, recorded as running there (see
+    /// ``Drain/run(on:_:)-(BuiltInExecutor,_)``).
+    @usableFromInline
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        switch kind {
+        case .main:
+            DispatchQueue.main.async { Drain.run(on: self, work) }
+        case .mainImmediate:
+            if MainQueue.isCurrent {
+                work()
+            } else {
+                DispatchQueue.main.async { Drain.run(on: self, work) }
+            }
+        case .global:
+            DispatchQueue.global(qos: qos).async { Drain.run(on: self, work) }
+        case .queue:
+            dispatchQueue.async { Drain.run(on: self, work) }
+        case .operationQueue, .mainOperationQueue:
+            operationQueue.addOperation { Drain.run(on: self, work) }
+        }
+    }
+
+    @inlinable
+    func handOff(_ work: @escaping @Sendable () -> Void, failingIfDropped target: (any DroppedJobTarget)?) {
+        // Dispatch queues never drop or repeat a job: they pay nothing for the guard. An operation
+        // queue's cancelled operations never run.
+        if kind == .operationQueue {
+            let job = GuardedJob(work, target: target)
+            return execute { job.run() }
+        }
+        execute(work)
     }
 }
 
-/// The built-in executors, which record themselves (and their ``Affinity``) as the running executor
-/// in their jobs.
+/// What a built-in executor's job records as running (see
+/// ``Drain/run(on:_:)-(BuiltInExecutor,_)``): each gives its ``BuiltInExecutor``.
 @usableFromInline
 protocol RecordsItself {
-    var affinity: Affinity { get }
+    var builtIn: BuiltInExecutor { get }
 }
 
 extension MainExecutor: RecordsItself {
-    @usableFromInline var affinity: Affinity { .main }
+    @usableFromInline var builtIn: BuiltInExecutor { .main }
 }
 extension MainImmediateExecutor: RecordsItself {
-    @usableFromInline var affinity: Affinity { .main }
+    @usableFromInline var builtIn: BuiltInExecutor { .mainImmediate }
 }
 extension GlobalExecutor: RecordsItself {
-    @usableFromInline var affinity: Affinity { .global(qos) }
+    @usableFromInline var builtIn: BuiltInExecutor { .global(qos) }
 }
 extension QueueExecutor: RecordsItself {
-    @usableFromInline var affinity: Affinity {
-        MainQueue.isMain(queue) ? .main : .queue(ObjectIdentifier(queue))
+    @usableFromInline var builtIn: BuiltInExecutor {
+        MainQueue.isMain(queue) ? .main : .queue(queue)
     }
 }
 extension OperationQueueExecutor: RecordsItself {
-    @usableFromInline var affinity: Affinity {
-        operationQueue === OperationQueue.main ? .main : .operationQueue(ObjectIdentifier(operationQueue))
+    @usableFromInline var builtIn: BuiltInExecutor {
+        .operationQueue(operationQueue, isMain: operationQueue === OperationQueue.main)
     }
 }
 
 /// Wraps a custom executor so its jobs record it as the running executor.
 @usableFromInline
-struct RecordingExecutor: Executor {
+struct RecordingExecutor: Executor, HopTarget {
     @usableFromInline let base: any Executor
 
     @inlinable init(base: any Executor) { self.base = base }
 
+    /// A custom executor has no affinity: every callback for it is a job of its own.
+    @inlinable var affinity: Affinity? { nil }
+
     @inlinable
     func execute(_ work: @escaping @Sendable () -> Void) {
-        let base = self.base
-        base.execute { Drain.run(on: base, affinity: nil, work) }
+        let recording = self
+        base.execute { Drain.run(on: recording, work) }
     }
 
-    /// Runs a guarded job, recorded like any other.
-    @usableFromInline
-    func execute(_ job: GuardedJob) {
-        let base = self.base
-        base.execute { Drain.run(on: base, affinity: nil) { job.run() } }
+    /// Hands `work` over guarded: a custom executor may drop or repeat jobs.
+    @usableFromInline @inline(never)
+    func handOff(_ work: @escaping @Sendable () -> Void, failingIfDropped target: (any DroppedJobTarget)?) {
+        let job = GuardedJob(work, target: target)
+        let recording = self
+        base.execute { Drain.run(on: recording) { job.run() } }  // one closure for both wrappers
     }
 }
 

@@ -34,7 +34,7 @@ final class ThreadContext {
     // access across a call that could re-enter them, so the runtime exclusivity check is redundant.
 
     /// True while a drain loop runs on this thread; nested completions queue up instead of recursing.
-    @exclusivity(unchecked) var isDraining = false
+    @exclusivity(unchecked) @usableFromInline var isDraining = false
     /// Entries waiting for the drain loop; a slot is emptied as its entry is taken.
     @exclusivity(unchecked) var drainQueue: [DrainEntry?] = []
     @exclusivity(unchecked) var drainHead = 0
@@ -84,15 +84,17 @@ final class ThreadContext {
     @exclusivity(unchecked) var tokenWork: [(() -> Void)?] = []
     @exclusivity(unchecked) var tokenWorkHead = 0
 
-    /// The executor whose job is running on this thread, for ``CurrentExecutor``, and what it runs
-    /// on (see ``Affinity``).
-    @exclusivity(unchecked) var currentExecutor: (any Executor)?
-    @exclusivity(unchecked) var currentAffinity: Affinity?
+    /// The executor whose job is running on this thread, for ``CurrentExecutor``: a built-in one,
+    /// or a custom one (kept apart, so that reading a built-in one copies no existential), and what
+    /// it runs on (see ``Affinity``).
+    @exclusivity(unchecked) var currentBuiltIn: BuiltInExecutor?
+    @exclusivity(unchecked) var currentCustom: RecordingExecutor?
+    @exclusivity(unchecked) @usableFromInline var currentAffinity: Affinity?
     /// True while the library completes a future in a job, right after the user code of that job
     /// returned (``Drain/completingInJob(_:)``), and in the drain loop that completion starts: only
     /// then may a callback for the job's executor run in the job. Never while user code of the job
     /// is on the stack (it may hold a lock, or be inside `sync` on another queue).
-    @exclusivity(unchecked) var affinityOpen = false
+    @exclusivity(unchecked) @usableFromInline var affinityOpen = false
 
     /// The key whose destructor releases a thread's context when the thread exits. Read only when
     /// a thread makes its context: the context itself is found through a C thread-local, because a
@@ -143,7 +145,7 @@ final class ThreadContext {
     }
 
     /// The address of this thread's context, if it has one.
-    static var existingPointer: UnsafeMutableRawPointer? { swift_futures_thread_context_get() }
+    @inlinable static var existingPointer: UnsafeMutableRawPointer? { swift_futures_thread_context_get() }
 }
 
 /// Keeps the release of long pending chains off the stack.

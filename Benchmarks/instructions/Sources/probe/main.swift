@@ -4,6 +4,7 @@
 //     valgrind --tool=callgrind .build/release/probe SCENARIO REPETITIONS
 //
 // Subtract a run of `probe map 0` (the process's start-up) from each count.
+import Dispatch
 import Futures
 
 @inline(never) func mapChain(steps: Int) {
@@ -121,6 +122,22 @@ final class Loop: @unchecked Sendable {
     precondition(top.outcome != nil && maps.allSatisfy { $0.outcome != nil })
 }
 
+/// A map chain registered and run inside a callback's job on a serial queue: with the default
+/// executor (`.current` resolves to that queue, and executor affinity runs every step in the job),
+/// or `.immediate`, for the difference. The calling thread waits for the job.
+@inline(never) func chainInJob(steps: Int, current: Bool) {
+    let done = DispatchSemaphore(value: 0)
+    Future(value: ()).whenSuccess(on: .queue(probeQueue)) { _ in
+        let p = Promise<Int>()
+        var f = p.future
+        for _ in 0..<steps { f = current ? f.map { $0 + 1 } : f.map(on: .immediate) { $0 + 1 } }
+        f.whenComplete(on: .immediate) { _ in done.signal() }
+        _ = p.succeed(0)
+    }
+    done.wait()
+}
+let probeQueue = DispatchQueue(label: "probe")
+
 let args = CommandLine.arguments
 let which = args.count > 1 ? args[1] : "all"
 let reps = args.count > 2 ? Int(args[2])! : 1
@@ -138,6 +155,8 @@ for _ in 0..<reps {
     case "consumed": consumedLoop(levels: 1000)
     case "adopt": adoptions(count: 1000, deep: false)
     case "adoptDeep": adoptions(count: 1000, deep: true)
+    case "currentInJob": chainInJob(steps: 1000, current: true)
+    case "immediateInJob": chainInJob(steps: 1000, current: false)
     default: fatalError("unknown \(which)")
     }
 }
