@@ -30,9 +30,13 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
     @usableFromInline let file: StaticString
     /// Whether a completing call of this promise won: the future is then completed or adopting,
     /// so `deinit` need not take the future's lock to find out whether the promise broke.
-    /// (Declared here, it fills the padding after `file`: the object stays 56 bytes.)
+    /// (Declared here, it fills the padding after `file`.)
     @exclusivity(unchecked) @usableFromInline var settled = false
-    @usableFromInline let line: UInt
+    /// The line, in 32 bits (a larger one is kept as `UInt32.max`): with `settled`, it fills the
+    /// word after `file`, and the object is 48 bytes, not 56.
+    @usableFromInline let storedLine: UInt32
+    /// The line where the promise was made.
+    @inlinable var line: UInt { UInt(storedLine) }
 
     /// Creates a promise with a pending future.
     ///
@@ -46,14 +50,14 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {
         if Tracking.isOn { storage.track(kind: "promise", file: file, line: line, overriding: false) }
         self.storage = storage
         self.file = file
-        self.line = line
+        self.storedLine = UInt32(clamping: line)
     }
 
     /// A promise for an existing pending future (a deferred future, when its work starts).
     init(completing storage: FutureStorage<Value>, file: StaticString, line: UInt) {
         self.storage = storage
         self.file = file
-        self.line = line
+        self.storedLine = UInt32(clamping: line)
     }
 
     deinit {

@@ -125,6 +125,17 @@ struct PromiseTests {
         #expect(completions.value == 1)
     }
 
+    @Test func aBrokenPromiseNamesALineThatDoesNotFitIn32BitsAsTheLargestItCanKeep() {
+        var promise: Promise<Int>? = Promise<Int>(line: UInt(UInt32.max) + 5)
+        let future = promise!.future
+        promise = nil
+        guard case .failure(FutureError.brokenPromise(_, let line))? = future.outcome else {
+            Issue.record("expected a broken promise, got \(String(describing: future.outcome))")
+            return
+        }
+        #expect(line == Int(UInt32.max))
+    }
+
     @Test func droppedCompletedPromiseChangesNothing() {
         var promise: Promise<Int>? = Promise<Int>()
         let future = promise!.future
