@@ -393,7 +393,7 @@ struct LockedSnapshot {
     var observers: Int
     /// What it waits on (its source, or the future it adopted). The future holds it strongly until
     /// its deinit goes on, which cannot happen before the snapshot's unlock: retaining it is safe.
-    var upstream: (any ConsumerSource)?
+    var upstream: ConsumerSource?
     /// The future it was merged into, if it was (retained, as safely as `upstream`).
     var link: (any TrackedNode)?
     /// Its depth below `link`.

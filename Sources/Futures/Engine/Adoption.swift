@@ -169,7 +169,7 @@ extension FutureStorage {
         guard adopter !== inner else { return nil }  // a cycle: the walk names its members
         root = adopter
         var link: AnyObject?  // `inner`'s upstream as it stores it
-        var next: (any ConsumerSource)?  // the future it waits on, if it may close a cycle through it
+        var next: ConsumerSource?  // the future it waits on, if it may close a cycle through it
         let plan = LockTable.withLocks(adopter, inner) { () -> AdoptionPlan? in
             guard adopter.holdsStateLocked(depth: adopterDepth), inner.holdsStateLocked(depth: 0) else { return nil }
             if let refusal = adopter.refusal(from: origin) { return refusal }
@@ -330,7 +330,7 @@ struct AdoptionEffects {
     /// Strong references taken along the walks.
     var keepAlive: [AnyObject] = []
     /// The adopter's old upstream.
-    var keepUpstream: (any ConsumerSource)?
+    var keepUpstream: ConsumerSource?
     /// To report after the locks.
     var progressChange: ProgressChange?
     /// Whether an attempt with the gate held shared found a wait into the adopter's root.
@@ -400,7 +400,7 @@ extension FutureStorage {
         keepAlive: inout [AnyObject]
     ) -> (FutureStorage<Value>, ProgressChange?)? {
         let state = FutureStorage<Value>()
-        var keepUpstream: (any ConsumerSource)?
+        var keepUpstream: ConsumerSource?
         let change: ProgressChange?? = LockTable.withLocks(root, state) {
             guard root.phase == .pending else { return nil }
             return .some(root.splitLocked(at: depth, into: state, keepUpstream: &keepUpstream, keepAlive: &keepAlive))

@@ -85,7 +85,7 @@ extension FutureStorage {
     /// This completed future followed `upstream`'s progress: its listener there goes, so a
     /// long-lived upstream keeps nothing of the followers that completed before it.
     @usableFromInline @inline(never)
-    final func stopFollowing(_ upstream: any ConsumerSource) {
+    final func stopFollowing(_ upstream: ConsumerSource) {
         (upstream.resolved as? any ProgressNode)?.removeProgressFollower(ObjectIdentifier(self))
     }
 
@@ -98,7 +98,7 @@ extension FutureStorage {
     ///   registration on the upstream to withdraw (`nil` inside if there is none).
     @usableFromInline
     final func reserveLeavingUpstream(for newCompleter: CompleterToken, from origin: AnyObject) -> UpstreamLink?? {
-        var detached: (any ConsumerSource)? = nil  // released after the lock, unless returned
+        var detached: ConsumerSource? = nil  // released after the lock, unless returned
         defer { releaseOutsideLock(detached) }
         var unfollow = false
         return withState({ $0.handOverLocked(to: newCompleter, from: origin, detaching: &detached, unfollow: &unfollow) }) {
@@ -155,7 +155,7 @@ struct CompletionWork {
     /// The key of the future's registration on `upstream`.
     @usableFromInline var key: RegistrationKey?
     /// The upstream, taken out to be released after the lock (and withdrawn from if cancelled).
-    @usableFromInline var upstream: (any ConsumerSource)?
+    @usableFromInline var upstream: ConsumerSource?
     /// The extras box (with the producer's cancellation handlers), detached to be used and released
     /// after the lock.
     @usableFromInline var extras: AnyObject?

@@ -153,12 +153,17 @@ final class CompletedExtras<Value: Sendable>: RareState {
 /// `.immediate` map step), whereas a field whose type is a generic parameter finds its metadata in
 /// the class's own metadata.
 @usableFromInline
-class OutcomeSlot<Stored> {
+class OutcomeSlot<Stored>: ConsumerSource, @unchecked Sendable {
+    // Safety: as ``FutureStorage``'s fields.
+
     /// The outcome, meaningful only once the future is completed (read it through
     /// ``FutureStorage/result``); guarded like every field of ``FutureStorage``.
     @exclusivity(unchecked) @usableFromInline final var storedOutcome: Stored
 
-    @inlinable init(storedOutcome: Stored) { self.storedOutcome = storedOutcome }
+    @inlinable init(storedOutcome: Stored) {
+        self.storedOutcome = storedOutcome
+        super.init()
+    }
 }
 
 /// The shared state of a future and its promise.
@@ -250,7 +255,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     /// (rooted in `never`). A promise-rooted chain always completes or breaks.
     ///
     /// In a linked future, the slot holds its `link` instead.
-    @exclusivity(unchecked) @usableFromInline final var upstream: (any ConsumerSource)?
+    @exclusivity(unchecked) @usableFromInline final var upstream: ConsumerSource?
     /// Whether nothing but cancellation can ever complete this future: it is derived from, or
     /// adopted, `never` or another immortal future. Its consumers hold it weakly.
     @inlinable final var immortal: Bool {
@@ -272,6 +277,15 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
     @inlinable final func setFlag(_ bit: UInt8, _ on: Bool) { flags = on ? flags | bit : flags & ~bit }
     /// Progress, allocated on first use (see ``ProgressState``).
     @exclusivity(unchecked) @usableFromInline final var progress: ProgressState?
+
+    @usableFromInline
+    override final func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
+        leave(withdrawal, key: key)
+    }
+
+    @usableFromInline override final var resolved: ConsumerSource? { self }
+
+    @usableFromInline override final var endsEveryWalkLocked: Bool { endsEveryWalkHere }
 
     /// A pending future.
     @inlinable init() {
@@ -304,7 +318,7 @@ class FutureStorage<Value: Sendable>: OutcomeSlot<Outcome<Value>>, @unchecked Se
         let extrasMayHoldChain = rare?.mayHoldChain ?? false
         guard mayHoldChain || extrasMayHoldChain else { return }
         DeferredRelease.release {
-            var next: (any ConsumerSource)? = nil  // the link, or the upstream of a pending future
+            var next: ConsumerSource? = nil  // the link, or the upstream of a pending future
             swap(&next, &upstream)
             var box: AnyObject? = nil  // the rare state's box, with what it holds
             if extrasMayHoldChain { box = rare.take() }

@@ -253,7 +253,7 @@ extension FutureStorage {
     final func handOverLocked(
         to newCompleter: CompleterToken,
         from origin: AnyObject,
-        detaching detached: inout (any ConsumerSource)?,
+        detaching detached: inout ConsumerSource?,
         unfollow: inout Bool
     ) -> UpstreamLink?? {
         assertLocked()
@@ -336,7 +336,7 @@ extension FutureStorage {
         depth: Int32,
         released: inout AnyObject?,
         keepAlive: inout [AnyObject],
-        keepUpstream: inout (any ConsumerSource)?
+        keepUpstream: inout ConsumerSource?
     ) -> ProgressChange? {
         assertLocked()
         target.assertLocked()
@@ -391,7 +391,7 @@ extension FutureStorage {
     final func splitLocked(
         at depth: Int32,
         into state: FutureStorage<Value>,
-        keepUpstream: inout (any ConsumerSource)?,
+        keepUpstream: inout ConsumerSource?,
         keepAlive: inout [AnyObject]
     ) -> ProgressChange? {
         assertLocked()
@@ -422,7 +422,7 @@ extension FutureStorage {
         // Progress: the new future is driven as this one was, with the weights of the depths from
         // `depth` down; this one keeps those above and then waits on it, its value unchanged.
         let (above, below) = takeCurrentRelation().split(at: Int(depth))
-        var unfollow: (source: any ConsumerSource, follower: ObjectIdentifier)? = nil
+        var unfollow: (source: ConsumerSource, follower: ObjectIdentifier)? = nil
         if let progress {
             let split = ProgressState(relation: below)
             split.version = progress.version
@@ -457,7 +457,7 @@ extension FutureStorage {
         on target: FutureStorage<Value>,
         token: CompleterToken,
         finishing depth: Int32 = 0,
-        keepUpstream: inout (any ConsumerSource)?,
+        keepUpstream: inout ConsumerSource?,
         keepAlive: inout [AnyObject]
     ) -> ProgressChange? {
         assertLocked()
@@ -473,7 +473,7 @@ extension FutureStorage {
         immortal = target.immortal
         consumesUpstream = true
         let progressChange = composeProgressOnWait(innerProgress: target.progress?.value ?? 0)
-        let link: any ConsumerSource = target.immortal ? WeakSource(target) : target
+        let link: ConsumerSource = target.immortal ? WeakSource(target) : target
         swap(&upstream, &keepUpstream)
         upstream = link
         // Registered here, with the count and the upstream, so that a cancellation of the adopter

@@ -7,7 +7,7 @@ extension FutureStorage {
     ///
     /// - Returns: this future's own upstream link if this cancelled the future, for the caller's loop.
     @usableFromInline
-    final func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
+    final func leave(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
         var work = CompletionWork()
         return withStateAndDepth({ $0.withdrawLocked(withdrawal, depth: $1, into: &work) }) { node, step in
             switch step {
@@ -32,21 +32,34 @@ extension FutureStorage {
     }
 }
 
-/// A future that consumers can withdraw from (type-erased, since a consumer's value type differs).
+/// A future that consumers can withdraw from, type-erased (a consumer's value type differs): the
+/// root class of every future, and of ``WeakSource``. A class rather than a protocol: a reference
+/// to one is one word, where a protocol existential is two, and every future keeps one (its
+/// `upstream`).
 @usableFromInline
-protocol ConsumerSource: AnyObject, Sendable {
-    func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink?
+class ConsumerSource: @unchecked Sendable {
+    // Safety: no stored state; subclasses give their own reasons.
+
+    @inlinable init() {}
+
+    /// A registrant leaves this future (see ``FutureStorage/leave(_:key:)``).
+    ///
+    /// - Returns: this future's own upstream link if this cancelled the future, for the caller's loop.
+    @usableFromInline func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
+        preconditionFailure("every source overrides withdraw(_:key:)")
+    }
+
     /// The future itself (for a ``WeakSource``: its target, if still alive).
-    var resolved: (any ConsumerSource)? { get }
+    @usableFromInline var resolved: ConsumerSource? { preconditionFailure("every source overrides resolved") }
+
     /// Whether a cycle check's walk that reaches this future ends here (caller holds its lock): it
     /// holds its own state, and is not pending or waits on nothing. `false` if unknown.
-    var endsEveryWalkLocked: Bool { get }
+    @usableFromInline var endsEveryWalkLocked: Bool { preconditionFailure("every source overrides endsEveryWalkLocked") }
 }
 
-extension FutureStorage: ConsumerSource {
-    @usableFromInline var resolved: (any ConsumerSource)? { self }
-
-    @usableFromInline var endsEveryWalkLocked: Bool {
+extension FutureStorage {
+    /// ``ConsumerSource/endsEveryWalkLocked``.
+    @usableFromInline final var endsEveryWalkHere: Bool {
         assertLocked()
         return phase != .linked && (phase != .pending || !waitsLocked)
     }
@@ -57,18 +70,21 @@ extension FutureStorage: ConsumerSource {
 @usableFromInline
 final class WeakSource: ConsumerSource, @unchecked Sendable {
     // Safety: `target` is written once, in `init`; Swift's weak references are thread-safe to load.
-    @usableFromInline weak var target: (any ConsumerSource)?
+    @usableFromInline weak var target: ConsumerSource?
 
-    @usableFromInline init(_ target: any ConsumerSource) { self.target = target }
+    @usableFromInline init(_ target: ConsumerSource) {
+        self.target = target
+        super.init()
+    }
 
     @usableFromInline
-    func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
+    override func withdraw(_ withdrawal: Withdrawal, key: RegistrationKey?) -> UpstreamLink? {
         target?.withdraw(withdrawal, key: key)
     }
 
-    @usableFromInline var resolved: (any ConsumerSource)? { target }
+    @usableFromInline override var resolved: ConsumerSource? { target }
 
-    @usableFromInline var endsEveryWalkLocked: Bool { false }  // a walk passes to the target
+    @usableFromInline override var endsEveryWalkLocked: Bool { false }  // a walk passes to the target
 }
 
 /// How a registrant leaves a future it registered on.
@@ -88,11 +104,11 @@ enum Withdrawal: Sendable {
 /// the key of its entry there.
 @usableFromInline
 struct UpstreamLink {
-    @usableFromInline let source: any ConsumerSource
+    @usableFromInline let source: ConsumerSource
     @usableFromInline let withdrawal: Withdrawal
     @usableFromInline let key: RegistrationKey?
 
-    @inlinable init(source: any ConsumerSource, withdrawal: Withdrawal, key: RegistrationKey?) {
+    @inlinable init(source: ConsumerSource, withdrawal: Withdrawal, key: RegistrationKey?) {
         self.source = source
         self.withdrawal = withdrawal
         self.key = key
@@ -111,7 +127,7 @@ enum Cancellation {
     /// a withdrawal is queued, and the outermost loop takes it once the step that queued it
     /// returns, before that outermost call returns.
     @usableFromInline
-    static func withdraw(from source: any ConsumerSource, _ withdrawal: Withdrawal = .counted, key: RegistrationKey?) {
+    static func withdraw(from source: ConsumerSource, _ withdrawal: Withdrawal = .counted, key: RegistrationKey?) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
         if context.withdrawalNesting >= inlineNesting {
             context.withdrawals.append(UpstreamLink(source: source, withdrawal: withdrawal, key: key))

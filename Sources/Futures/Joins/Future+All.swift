@@ -384,14 +384,14 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     /// that have no outcome (the withdrawal covered only those registered before it), for the
     /// caller to withdraw from, outside the lock.
     @inlinable
-    func registered(upTo end: Int) -> [(Int, any ConsumerSource)]? {
+    func registered(upTo end: Int) -> [(Int, ConsumerSource)]? {
         LockTable.withLock(self) {
             let start = registeredCount
             registeredCount = end
             guard withdrawn else { return nil }
-            return (start..<end).compactMap { index -> (Int, any ConsumerSource)? in
+            return (start..<end).compactMap { index -> (Int, ConsumerSource)? in
                 guard outcomes[index] == nil else { return nil }
-                let member: (any ConsumerSource)? = members[index] ?? weakMembers[index]
+                let member: ConsumerSource? = members[index] ?? weakMembers[index]
                 return member.map { (index, $0) }
             }
         }
@@ -407,9 +407,9 @@ final class JoinState<Element: Sendable>: @unchecked Sendable {
     func withdrawFromPending() {
         let pending = LockTable.withLock(self) {
             withdrawn = true
-            return outcomes.indices.prefix(registeredCount).compactMap { index -> (Int, any ConsumerSource)? in
+            return outcomes.indices.prefix(registeredCount).compactMap { index -> (Int, ConsumerSource)? in
                 guard outcomes[index] == nil else { return nil }
-                let member: (any ConsumerSource)? = members[index] ?? weakMembers[index]
+                let member: ConsumerSource? = members[index] ?? weakMembers[index]
                 return member.map { (index, $0) }
             }
         }

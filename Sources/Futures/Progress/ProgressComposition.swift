@@ -189,7 +189,7 @@ struct DepthFactors {
 /// (it then follows the new one).
 typealias ProgressChange = (
     changed: (Double, UInt64)?, observers: ProgressObservers, refollow: Bool,
-    unfollow: (source: any ConsumerSource, follower: ObjectIdentifier)?
+    unfollow: (source: ConsumerSource, follower: ObjectIdentifier)?
 )
 
 extension FutureStorage {
@@ -214,7 +214,7 @@ extension FutureStorage {
         var movedSaw = 0.0
         // A target that followed its upstream leaves its listener there (this future follows that
         // upstream itself from now on, if it is to).
-        var unfollow: (source: any ConsumerSource, follower: ObjectIdentifier)? = nil
+        var unfollow: (source: ConsumerSource, follower: ObjectIdentifier)? = nil
         if let targetState = target.progress {
             if targetState.forwarding, let source = target.upstream { unfollow = (source, ObjectIdentifier(target)) }
             moved = targetState.observers
