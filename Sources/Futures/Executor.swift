@@ -98,9 +98,14 @@ public struct CurrentExecutor: Executor {
         }
     }
 
-    /// Resolves the current executor and runs `work` on it.
+    /// Resolves the current executor and runs `work` on it (a custom executor's job records it, as
+    /// a callback's does, so that ``Executor/current`` inside `work` stays there).
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        Self.resolve().execute(work)
+        switch Self.resolveHop() {
+        case .inline: work()
+        case .builtIn(let builtIn): builtIn.execute(work)
+        case .custom(let recording): recording.execute(work)
+        }
     }
 }
 

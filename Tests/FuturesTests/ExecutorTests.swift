@@ -68,6 +68,24 @@ struct ExecutorTests {
         #expect(recorder.all == ["step", "registered in the step's job"])
     }
 
+    @Test func currentExecutesOnACustomExecutorRecordedInsideItsJob() {
+        let executor = ManualExecutor()
+        let recorder = Recorder<String>()
+        Future(value: 1).whenSuccess(on: executor) { _ in
+            CurrentExecutor().execute {
+                Future(value: 2).whenSuccess { _ in recorder.append("registered in the job") }  // default
+                recorder.append("job")
+            }
+        }
+        #expect(executor.runNext())
+        #expect(executor.queuedCount == 1, "the job went to the same executor")
+        #expect(executor.runNext())
+        #expect(recorder.all == ["job"])
+        #expect(executor.queuedCount == 1, "what the job registered with the default stayed there")
+        executor.runAll()
+        #expect(recorder.all == ["job", "registered in the job"])
+    }
+
     @Test func currentElsewhereIsGlobal() async throws {
         let resolved = try await Future(on: .global()) { () -> String in
             String(describing: type(of: CurrentExecutor.resolve()))

@@ -17,6 +17,10 @@
 // clients compile, where each atomic one is one instruction (a thread-local's address may take a
 // call). Every atomic operation names its memory ordering, and the Swift code that calls it says
 // why that ordering is enough. Nothing here is for use outside Futures.
+//
+// One function is not about globals: the main-queue check, which calls libdispatch directly (the
+// Swift overlay's generic `DispatchQueue.getSpecific(key:)` costs more than the call it wraps, and
+// the check runs for every registration with the default executor).
 
 #include <stdatomic.h>
 #include <stdbool.h>

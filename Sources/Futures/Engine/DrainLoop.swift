@@ -99,7 +99,7 @@ enum Drain {
     /// Whether a drain loop runs on this thread inside a job on `affinity`, started by the library
     /// completing a future after the job's user code returned: a callback for that executor may then
     /// run here, in the job.
-    @inlinable
+    @usableFromInline
     static func isInJob(of affinity: Affinity) -> Bool {
         guard let pointer = ThreadContext.existingPointer else { return false }
         return Unmanaged<ThreadContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in

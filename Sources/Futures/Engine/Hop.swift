@@ -54,8 +54,8 @@ enum Hop: Sendable {
     }
 
     /// Runs `work`, the job that completes the derived future `target`, inline or on the executor.
-    /// A job for an executor that may drop or repeat jobs (a custom one, or an operation queue,
-    /// whose cancelled operations never run) is guarded (see ``GuardedJob``): released without
+    /// A job for an executor that may drop or repeat jobs (a custom one, or an operation queue
+    /// other than the main one, whose cancelled operations never run) is guarded (see ``GuardedJob``): released without
     /// running, it fails `target` with ``FutureError/droppedJob`` rather than leave it pending
     /// forever; run twice, it runs once (debug builds trap). Like ``handOff(_:)``, it captures no
     /// context: the callback's user code carries its registration's.
@@ -225,7 +225,8 @@ struct BuiltInExecutor: HopTarget {
     @inlinable
     func handOff(_ work: @escaping @Sendable () -> Void, failingIfDropped target: (any DroppedJobTarget)?) {
         // Dispatch queues never drop or repeat a job: they pay nothing for the guard. An operation
-        // queue's cancelled operations never run.
+        // queue's cancelled operations never run. (The main operation queue's jobs are not guarded:
+        // they count as the main queue's, whose jobs always run.)
         if kind == .operationQueue {
             let job = GuardedJob(work, target: target)
             return execute { job.run() }

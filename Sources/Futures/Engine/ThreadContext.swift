@@ -34,7 +34,7 @@ final class ThreadContext {
     // access across a call that could re-enter them, so the runtime exclusivity check is redundant.
 
     /// True while a drain loop runs on this thread; nested completions queue up instead of recursing.
-    @exclusivity(unchecked) @usableFromInline var isDraining = false
+    @exclusivity(unchecked) var isDraining = false
     /// Entries waiting for the drain loop; a slot is emptied as its entry is taken.
     @exclusivity(unchecked) var drainQueue: [DrainEntry?] = []
     @exclusivity(unchecked) var drainHead = 0
@@ -89,12 +89,12 @@ final class ThreadContext {
     /// it runs on (see ``Affinity``).
     @exclusivity(unchecked) var currentBuiltIn: BuiltInExecutor?
     @exclusivity(unchecked) var currentCustom: RecordingExecutor?
-    @exclusivity(unchecked) @usableFromInline var currentAffinity: Affinity?
+    @exclusivity(unchecked) var currentAffinity: Affinity?
     /// True while the library completes a future in a job, right after the user code of that job
     /// returned (``Drain/completingInJob(_:)``), and in the drain loop that completion starts: only
     /// then may a callback for the job's executor run in the job. Never while user code of the job
     /// is on the stack (it may hold a lock, or be inside `sync` on another queue).
-    @exclusivity(unchecked) @usableFromInline var affinityOpen = false
+    @exclusivity(unchecked) var affinityOpen = false
 
     /// The key whose destructor releases a thread's context when the thread exits. Read only when
     /// a thread makes its context: the context itself is found through a C thread-local, because a
@@ -145,7 +145,7 @@ final class ThreadContext {
     }
 
     /// The address of this thread's context, if it has one.
-    @inlinable static var existingPointer: UnsafeMutableRawPointer? { swift_futures_thread_context_get() }
+    static var existingPointer: UnsafeMutableRawPointer? { swift_futures_thread_context_get() }
 }
 
 /// Keeps the release of long pending chains off the stack.
