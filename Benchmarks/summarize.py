@@ -38,6 +38,8 @@ COMPARISONS = [
     ("b.map chain .current->.queue [step] futures", "b.map chain [step] GCD (q.async per step)"),
     ("b.map chain .current->.global [step] futures", "b.map chain [step] GCD (q.async per step)"),
     ("b.map chain .current->.queue [step] futures", "b.map chain [step] NIO (event loop, 1 hop)"),
+    ("b.map chain .current->.queue [step] futures", "b.map chain .immediate in a .queue job [step] futures"),
+    ("b.map chain .current->.queue [step] futures", "b.map chain .immediate [step] futures"),
     ("b.map chain .current->.global [step] futures", "b.map chain [step] NIO (event loop, 1 hop)"),
     ("c.all of 1000 [member] futures", "c.all of 1000 [member] NIO whenAllSucceed"),
     ("c.all of 1000 [member] futures", "c.all of 1000 [member] GCD DispatchGroup"),
