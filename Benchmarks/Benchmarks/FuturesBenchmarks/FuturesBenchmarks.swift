@@ -233,28 +233,29 @@ func scenarioA() {
 
 // MARK: (b) a 1,000-step map chain
 
-/// Builds a `steps`-long `map` chain on the default executor (`.current`, resolved where this runs)
-/// and completes it; `done` is signalled when the last step has run.
-func runDefaultExecutorChain(steps: Int, done: DispatchSemaphore) {
+/// Builds a `steps`-long `map` chain on `executor` (`.current` resolves where this runs) and
+/// completes it; `done` is signalled when the last step has run.
+func runChain(steps: Int, on executor: some Executor, done: DispatchSemaphore) {
     let promise = Promise<Int>()
     var future = promise.future
     for _ in 0..<steps {
-        future = future.map { $0 &+ 1 }
+        future = future.map(on: executor) { $0 &+ 1 }
     }
     future.whenComplete(on: .immediate) { _ in done.signal() }
     promise.succeed(0)
 }
 
-/// The same chain with every step `.immediate`: what the default executor's chain is compared with
-/// where both run in the same job.
-func runImmediateChain(steps: Int, done: DispatchSemaphore) {
-    let promise = Promise<Int>()
-    var future = promise.future
-    for _ in 0..<steps {
-        future = future.map(on: .immediate) { $0 &+ 1 }
+/// Measures `runChain` on `executor`, registered inside a callback running on
+/// `.queue(callbackQueue)`: `.current` resolves to that queue.
+func measureChainInQueueJob(_ benchmark: Benchmark, on executor: some Executor) {
+    let done = DispatchSemaphore(value: 0)
+    let steps = benchmark.scaledIterations.count
+    measure(benchmark) {
+        Future(value: ()).whenSuccess(on: .queue(callbackQueue)) { _ in
+            runChain(steps: steps, on: executor, done: done)
+        }
+        done.wait()
     }
-    future.whenComplete(on: .immediate) { _ in done.signal() }
-    promise.succeed(0)
 }
 
 /// One hop of the plain GCD chain: adds 1 and enqueues the next hop on `callbackQueue`.
@@ -288,7 +289,7 @@ func scenarioB() {
         let done = DispatchSemaphore(value: 0)
         let steps = benchmark.scaledIterations.count
         measure(benchmark) {
-            callbackQueue.async { runDefaultExecutorChain(steps: steps, done: done) }
+            callbackQueue.async { runChain(steps: steps, on: .current, done: done) }
             done.wait()
         }
     }
@@ -296,28 +297,14 @@ func scenarioB() {
     // The default executor, registered inside a callback running on `.queue(callbackQueue)`:
     // `.current` resolves to that queue, so every step is an async onto the serial queue.
     Benchmark("b.map chain .current->.queue [step] futures", configuration: perThousand) { benchmark in
-        let done = DispatchSemaphore(value: 0)
-        let steps = benchmark.scaledIterations.count
-        measure(benchmark) {
-            Future(value: ()).whenSuccess(on: .queue(callbackQueue)) { _ in
-                runDefaultExecutorChain(steps: steps, done: done)
-            }
-            done.wait()
-        }
+        measureChainInQueueJob(benchmark, on: .current)
     }
 
     // The same as the row above with every step `.immediate`: one hop onto the queue and one
     // wake-up of the benchmark's thread per 1,000 steps, as there. The two rows differ only in the
     // executor of the steps.
     Benchmark("b.map chain .immediate in a .queue job [step] futures", configuration: perThousand) { benchmark in
-        let done = DispatchSemaphore(value: 0)
-        let steps = benchmark.scaledIterations.count
-        measure(benchmark) {
-            Future(value: ()).whenSuccess(on: .queue(callbackQueue)) { _ in
-                runImmediateChain(steps: steps, done: done)
-            }
-            done.wait()
-        }
+        measureChainInQueueJob(benchmark, on: .immediate)
     }
 
     // NIO on its event loop, without a hop: an EmbeddedEventLoop runs on the benchmark's thread.
