@@ -259,7 +259,10 @@ extension FutureStorage {
             // skipped.
             // (Known already if an attempt with the gate shared saw it: walking when nothing
             // waits any more only finds no cycle.)
-            let waitedOn = effects.adopterWaitedOn || LockTable.withLock(adopter) { adopter.callbacks.mayHoldWaiter }
+            // (A completed adopter's callbacks may belong to its drain's owner: not read.)
+            let waitedOn =
+                effects.adopterWaitedOn
+                || LockTable.withLock(adopter) { adopter.phase == .pending && adopter.callbacks.mayHoldWaiter }
             members = waitedOn ? Self.cycleMembers(adopting: found, into: adopter, keepAlive: &effects.keepAlive) : nil
         } else {
             members = nil  // a completed target closes no cycle (most adoptions): no walk

@@ -155,10 +155,12 @@ extension FutureStorage {
     }
 
     /// Whether completing now leaves callbacks to run: this future's own, or the observers of the
-    /// futures merged into it.
+    /// futures merged into it. Only a pending future's count: a completed one's `callbacks` may
+    /// belong to the owner of its drain, which reads them without the lock (a cancel or a
+    /// withdrawal that arrives as the future completes is rejected whatever this says).
     @inlinable @inline(__always)
     final var hasCallbacksToRun: Bool {
-        !callbacks.isEmpty || (extras?.merge.observerCount ?? 0) > 0
+        phase == .pending && (!callbacks.isEmpty || (extras?.merge.observerCount ?? 0) > 0)
     }
 
     /// The data that goes with the edge from pending to completed, which the state machine just

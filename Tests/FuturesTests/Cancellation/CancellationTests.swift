@@ -213,6 +213,37 @@ struct CancellationTests {
         }
     }
 
+    /// A cancel of a completed future is rejected without reading the callbacks that a thread
+    /// running them owns (without the lock, from the moment it took the drain). Here each callback
+    /// is registered on the completed future inside another callback, so a drain loop runs: the
+    /// registration takes the future's drain, and the loop runs it after the outer callback
+    /// returns, while another thread keeps cancelling. Every callback runs once and the outcome
+    /// stays; under ThreadSanitizer (in CI) a read of the drain's callbacks is reported when the
+    /// two threads meet there, which this interleaving makes possible but not certain.
+    @Test func cancellingACompletedFutureLeavesItsDrainAlone() {
+        let future = Future(value: 1)
+        let runs = Counter()
+        let rounds = 20_000
+        let bothStarted = DispatchGroup()
+        bothStarted.enter()
+        bothStarted.enter()
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            bothStarted.leave()
+            bothStarted.wait()
+            for _ in 0..<rounds {
+                if index == 0 {
+                    Future(value: ()).whenComplete(on: .immediate) { _ in
+                        future.whenComplete(on: .immediate) { _ in runs.increment() }
+                    }
+                } else {
+                    #expect(!future.cancel())
+                }
+            }
+        }
+        #expect(runs.value == rounds)
+        #expect(future.outcome?.value == 1)
+    }
+
     @Test func withdrawalsRacingFromManyThreadsCancelOnce() {
         for _ in 0..<200 {
             let promise = Promise<Int>()
