@@ -45,24 +45,22 @@ enum Drain {
     /// The job's own code runs with affinity closed (see ``completingInJob(_:)``).
     @usableFromInline
     static func run(on executor: BuiltInExecutor, _ job: () -> Void) {
-        unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
-        let saved = (context.currentBuiltIn, context.currentCustom, context.currentAffinity, context.affinityOpen)
-        context.currentAffinity = executor.jobAffinity
-        context.currentBuiltIn = executor
-        context.currentCustom = nil
-        context.affinityOpen = false
-        job()
-        (context.currentBuiltIn, context.currentCustom, context.currentAffinity, context.affinityOpen) = saved
+        run(builtIn: executor, custom: nil, job)
     }
 
     /// ``run(on:_:)-(BuiltInExecutor,_)`` for a custom executor, which has no affinity.
     @usableFromInline
     static func run(on executor: RecordingExecutor, _ job: () -> Void) {
+        run(builtIn: nil, custom: executor, job)
+    }
+
+    /// Records one of the two as the running executor around `job`, and restores what was recorded.
+    private static func run(builtIn: BuiltInExecutor?, custom: RecordingExecutor?, _ job: () -> Void) {
         unowned(unsafe) let context = ThreadContext.current.takeUnretainedValue()
         let saved = (context.currentBuiltIn, context.currentCustom, context.currentAffinity, context.affinityOpen)
-        context.currentAffinity = nil
-        context.currentBuiltIn = nil
-        context.currentCustom = executor
+        context.currentAffinity = builtIn?.jobAffinity
+        context.currentBuiltIn = builtIn
+        context.currentCustom = custom
         context.affinityOpen = false
         job()
         (context.currentBuiltIn, context.currentCustom, context.currentAffinity, context.affinityOpen) = saved
