@@ -151,13 +151,99 @@ static inline intptr_t swift_futures_gate_slot_load_seq_cst(void *slot) {
 
 // MARK: - The stripe locks
 
-// The platform lock the library uses (`RawLock` on the Swift side), and its unlocked value.
+// The lock the library uses (`RawLock` on the Swift side), its unlocked value, and its operations:
+// - on Apple platforms, `os_unfair_lock`;
+// - on Linux, a futex word: 0 unlocked, 1 locked, 2 locked with a thread that may be asleep on it.
+//   Taking and releasing it uncontended is one atomic instruction each, inlined where the lock is
+//   used; only a contended lock calls into atomic_globals.c (a short spin, then `futex`). A
+//   `pthread_mutex_t` costs a call and its type and owner checks on every operation. The word is a
+//   plain `uint32_t` to Swift (which never reads it), an atomic to the operations below;
+// - elsewhere, `pthread_mutex_t`.
+// Acquiring is an acquire operation and releasing a release operation on the word, so what one
+// holder wrote happens before what the next holder reads (ThreadSanitizer sees the atomics).
 #if defined(__APPLE__)
 typedef os_unfair_lock swift_futures_raw_lock;
 #define SWIFT_FUTURES_RAW_LOCK_INIT OS_UNFAIR_LOCK_INIT
+#elif defined(__linux__)
+typedef struct {
+    uint32_t word;
+} swift_futures_raw_lock;
+#define SWIFT_FUTURES_RAW_LOCK_INIT {0}
+/// Takes `lock`, which another thread holds: spins a little, then sleeps until it is released.
+void swift_futures_raw_lock_lock_contended(swift_futures_raw_lock *lock);
+/// Wakes one thread asleep on `lock`, which was just released.
+void swift_futures_raw_lock_wake(swift_futures_raw_lock *lock);
 #else
 typedef pthread_mutex_t swift_futures_raw_lock;
 #define SWIFT_FUTURES_RAW_LOCK_INIT PTHREAD_MUTEX_INITIALIZER
+#endif
+
+/// Makes `lock`, in memory that will not move until ``swift_futures_raw_lock_destroy``, unlocked.
+static inline void swift_futures_raw_lock_init(swift_futures_raw_lock *lock) {
+#if defined(__APPLE__)
+    *lock = OS_UNFAIR_LOCK_INIT;
+#elif defined(__linux__)
+    atomic_init((_Atomic(uint32_t) *)&lock->word, 0);
+#else
+    pthread_mutex_init(lock, NULL);
+#endif
+}
+
+/// Ends `lock`, which nobody holds.
+static inline void swift_futures_raw_lock_destroy(swift_futures_raw_lock *lock) {
+#if !defined(__APPLE__) && !defined(__linux__)
+    pthread_mutex_destroy(lock);
+#else
+    (void)lock;
+#endif
+}
+
+static inline void swift_futures_raw_lock_lock(swift_futures_raw_lock *lock) {
+#if defined(__APPLE__)
+    os_unfair_lock_lock(lock);
+#elif defined(__linux__)
+    uint32_t expected = 0;
+    if (__builtin_expect(atomic_compare_exchange_strong_explicit(
+                             (_Atomic(uint32_t) *)&lock->word, &expected, 1, memory_order_acquire, memory_order_relaxed),
+                         1)) {
+        return;
+    }
+    swift_futures_raw_lock_lock_contended(lock);
+#else
+    pthread_mutex_lock(lock);
+#endif
+}
+
+static inline void swift_futures_raw_lock_unlock(swift_futures_raw_lock *lock) {
+#if defined(__APPLE__)
+    os_unfair_lock_unlock(lock);
+#elif defined(__linux__)
+    if (__builtin_expect(atomic_exchange_explicit((_Atomic(uint32_t) *)&lock->word, 0, memory_order_release) == 2, 0)) {
+        swift_futures_raw_lock_wake(lock);
+    }
+#else
+    pthread_mutex_unlock(lock);
+#endif
+}
+
+/// Takes `lock` if nobody holds it: whether it did.
+static inline bool swift_futures_raw_lock_trylock(swift_futures_raw_lock *lock) {
+#if defined(__APPLE__)
+    return os_unfair_lock_trylock(lock);
+#elif defined(__linux__)
+    uint32_t expected = 0;
+    return atomic_compare_exchange_strong_explicit(
+        (_Atomic(uint32_t) *)&lock->word, &expected, 1, memory_order_acquire, memory_order_relaxed);
+#else
+    return pthread_mutex_trylock(lock) == 0;
+#endif
+}
+
+#if defined(__linux__)
+/// The futex word's state (0 unlocked, 1 locked, 2 locked and contended), for tests.
+static inline uint32_t swift_futures_raw_lock_state(swift_futures_raw_lock *lock) {
+    return atomic_load_explicit((_Atomic(uint32_t) *)&lock->word, memory_order_relaxed);
+}
 #endif
 
 /// One stripe lock, alone on its cache line (`LockTable.stride` bytes).

@@ -10,62 +10,46 @@ import Musl
 import Android
 #endif
 
-#if canImport(Darwin)
-@usableFromInline typealias RawLock = os_unfair_lock
-#else
-@usableFromInline typealias RawLock = pthread_mutex_t
-#endif
+/// The library's lock: `os_unfair_lock` on Apple platforms, a futex word on Linux, else
+/// `pthread_mutex_t` (see the C module for why, and for the operations).
+@usableFromInline typealias RawLock = swift_futures_raw_lock
 
-/// Initialises, locks and unlocks a platform lock at a stable address.
+/// Initialises, locks and unlocks a lock at a stable address.
 ///
-/// `pthread_mutex_t` (and `os_unfair_lock`) must never move, so they live in manually allocated
-/// memory, never in a Swift stored property. Both are intercepted by ThreadSanitizer, unlike
-/// `Synchronization.Mutex` on Linux.
+/// The lock must never move (a `pthread_mutex_t` or `os_unfair_lock` may not, and a futex word is
+/// known to the kernel by its address), so it lives in manually allocated memory or in a C global,
+/// never in a Swift stored property. ThreadSanitizer sees each acquisition and release, as it does
+/// not see `Synchronization.Mutex`'s on Linux.
 @usableFromInline
 enum RawLockOps {
     @inlinable
     static func initialize(_ lock: UnsafeMutablePointer<RawLock>) {
-        #if canImport(Darwin)
-        lock.initialize(to: os_unfair_lock())
-        #else
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        #if DEBUG
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
-        #endif
-        let error = pthread_mutex_init(lock, &attributes)
-        precondition(error == 0, "pthread_mutex_init failed: \(error)")
-        pthread_mutexattr_destroy(&attributes)
-        #endif
+        swift_futures_raw_lock_init(lock)
     }
 
     @inlinable
     static func lock(_ lock: UnsafeMutablePointer<RawLock>) {
-        #if canImport(Darwin)
-        os_unfair_lock_lock(lock)
-        #else
-        let error = pthread_mutex_lock(lock)
-        assert(error == 0, "pthread_mutex_lock failed: \(error) (a lock taken twice on one thread?)")
-        #endif
+        swift_futures_raw_lock_lock(lock)
     }
 
     @inlinable
     static func unlock(_ lock: UnsafeMutablePointer<RawLock>) {
-        #if canImport(Darwin)
-        os_unfair_lock_unlock(lock)
-        #else
-        let error = pthread_mutex_unlock(lock)
-        assert(error == 0, "pthread_mutex_unlock failed: \(error)")
-        #endif
+        swift_futures_raw_lock_unlock(lock)
+    }
+
+    @inlinable
+    static func destroy(_ lock: UnsafeMutablePointer<RawLock>) {
+        swift_futures_raw_lock_destroy(lock)
     }
 }
 
 /// A fixed table of locks shared by every future (lock striping).
 ///
 /// A future picks its lock by hashing its address, so a future stores no lock of its own: no extra
-/// allocation and no 40-byte `pthread_mutex_t` per future. Two futures that share a stripe only
-/// contend with each other; they cannot deadlock, because the library never holds two stripe locks
-/// at once except in ``LockTable/withLocks(_:_:_:)``, which takes them in index order.
+/// allocation, and no lock word per future (a `pthread_mutex_t`, where it is the lock, is 40
+/// bytes). Two futures that share a stripe only contend with each other; they cannot deadlock,
+/// because the library never holds two stripe locks at once except in
+/// ``LockTable/withLocks(_:_:_:)``, which takes them in index order.
 @usableFromInline
 enum LockTable {
     /// Number of stripes; a power of two, the length of the C array of the locks.
@@ -188,9 +172,7 @@ final class Lock: @unchecked Sendable {
     }
 
     deinit {
-        #if !canImport(Darwin)
-        pthread_mutex_destroy(raw)
-        #endif
+        RawLockOps.destroy(raw)
         raw.deallocate()
     }
 

@@ -1,4 +1,6 @@
 import CFuturesAtomicGlobals
+import Dispatch
+import Foundation
 import Testing
 @testable import Futures
 
@@ -43,9 +45,9 @@ struct LockTests {
         for index in 0..<LockTable.count {
             let lock = LockTable.lock(at: index)
             RawLockOps.lock(lock)
-            #if canImport(Glibc)
-            #expect(pthread_mutex_trylock(lock) != 0, "stripe \(index) is held")
-            #endif
+            #expect(!swift_futures_raw_lock_trylock(lock), "stripe \(index) is held")
+            RawLockOps.unlock(lock)
+            #expect(swift_futures_raw_lock_trylock(lock), "stripe \(index) was released")
             RawLockOps.unlock(lock)
         }
     }
@@ -57,4 +59,70 @@ struct LockTests {
         #expect(sum == 3)
         #expect(LockTable.withLock(first) { first.id } == 1, "both were released")
     }
+
+    /// Threads that increment one counter under a stripe lock, and under a standalone lock, lose
+    /// no increment: each holder sees every write of the one before it.
+    @Test func aLockLetsOneThreadAtATimeIn() {
+        let threads = 4
+        let rounds = 200_000
+        let counter = LockedCounters()
+        let standalone = Lock()
+        let start = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        for _ in 0..<threads {
+            // Threads of their own (a concurrent queue may run the loops one after another), let go
+            // together so that their loops overlap.
+            Thread {
+                start.wait()
+                for _ in 0..<rounds {
+                    LockTable.withLock(counter) { counter.striped += 1 }
+                    standalone.withLock { counter.standalone += 1 }
+                }
+                done.signal()
+            }.start()
+        }
+        for _ in 0..<threads { start.signal() }
+        for _ in 0..<threads { done.wait() }
+        #expect(counter.striped == threads * rounds)
+        #expect(counter.standalone == threads * rounds)
+    }
+
+    @Test func aNewStandaloneLockIsUnlocked() {
+        let lock = Lock()
+        #expect(swift_futures_raw_lock_trylock(lock.raw))
+        #expect(!swift_futures_raw_lock_trylock(lock.raw))
+        RawLockOps.unlock(lock.raw)
+    }
+
+    #if os(Linux)
+    /// A thread that finds the lock held marks it contended and sleeps; the release wakes it, and
+    /// it gets the lock.
+    @Test func aThreadAsleepOnAHeldLockIsWokenByItsRelease() {
+        let lock = Lock()
+        let counter = LockedCounters()
+        let done = DispatchSemaphore(value: 0)
+        RawLockOps.lock(lock.raw)
+        #expect(swift_futures_raw_lock_state(lock.raw) == 1, "held, uncontended")
+        DispatchQueue.global().async {
+            lock.withLock { counter.striped += 1 }
+            done.signal()
+        }
+        // The waiter marks the word contended (2) only after its spin, just before it sleeps.
+        while swift_futures_raw_lock_state(lock.raw) != 2 { sched_yield() }
+        #expect(counter.striped == 0, "the waiter did not get in while the lock was held")
+        counter.striped = 10
+        RawLockOps.unlock(lock.raw)
+        done.wait()
+        #expect(lock.withLock { counter.striped } == 11, "the woken waiter got the lock, and saw the write before the release")
+        #expect(swift_futures_raw_lock_state(lock.raw) == 0, "released")
+    }
+    #endif
+}
+
+/// Counters written only under a lock (the tests above check that they are).
+private final class LockedCounters: @unchecked Sendable {
+    // Safety: `striped` is written under `LockTable.withLock(self)` or the test's `Lock`, and
+    // `standalone` under the test's `Lock`; the tests read them after every writer has finished.
+    var striped = 0
+    var standalone = 0
 }
