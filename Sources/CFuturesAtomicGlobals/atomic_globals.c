@@ -1,10 +1,27 @@
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE  // glibc declares `syscall` only with it (or its default features)
+#endif
 #include "CFuturesAtomicGlobals.h"
 
 #include <stddef.h>
 #if defined(__linux__)
-#include <linux/futex.h>
+#include <errno.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if __has_include(<linux/futex.h>)
+#include <linux/futex.h>
+#endif
+// Some C libraries ship without the kernel's headers (musl without linux-headers): the values
+// are the kernel's ABI.
+#ifndef FUTEX_WAIT_PRIVATE
+#define FUTEX_WAIT_PRIVATE 128
+#endif
+#ifndef FUTEX_WAKE_PRIVATE
+#define FUTEX_WAKE_PRIVATE 129
+#endif
+#if !defined(SYS_futex) && defined(SYS_futex_time64)
+#define SYS_futex SYS_futex_time64  // 32-bit ports with 64-bit time only
+#endif
 #endif
 
 // Constant initial values: the globals are in the binary's data, ready before any code runs.
@@ -30,35 +47,17 @@ _Static_assert(sizeof(swift_futures_gate) == 128 * 17, "the gate is its lock and
 _Thread_local void *swift_futures_thread_context = 0;
 
 #if defined(__linux__)
-void swift_futures_raw_lock_lock_contended(swift_futures_raw_lock *lock) {
-    _Atomic(uint32_t) *word = (_Atomic(uint32_t) *)&lock->word;
-    // Critical regions are a few hundred instructions: a holder running on another core is likely
-    // to release the lock within a short spin, which costs less than a sleep and a wake-up.
-    for (int spin = 0; spin < 64; spin++) {
-        uint32_t state = atomic_load_explicit(word, memory_order_relaxed);
-        if (state == 0) {
-            uint32_t expected = 0;
-            if (atomic_compare_exchange_weak_explicit(word, &expected, 1, memory_order_acquire, memory_order_relaxed)) {
-                return;
-            }
-        } else if (state == 2) {
-            break;  // others already sleep on it: join them rather than compete
-        }
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
-        __asm__ __volatile__("yield");
-#endif
-    }
-    // Mark the lock contended (2) whenever taking it, so that its release wakes a sleeper: a thread
-    // that takes it here cannot know whether others still sleep. A spurious or interrupted wake-up,
-    // or a word changed before the sleep began, just tries again.
-    while (atomic_exchange_explicit(word, 2, memory_order_acquire) != 0) {
-        syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-    }
+// The lock's operations run inside the library's calls, between the caller's own calls: a failed
+// or interrupted sleep must not change the caller's `errno`.
+void swift_futures_raw_lock_sleep(swift_futures_raw_lock *lock) {
+    int saved = errno;
+    syscall(SYS_futex, &lock->word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+    errno = saved;
 }
 
 void swift_futures_raw_lock_wake(swift_futures_raw_lock *lock) {
-    syscall(SYS_futex, (_Atomic(uint32_t) *)&lock->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    int saved = errno;
+    syscall(SYS_futex, &lock->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
 }
 #endif

@@ -153,14 +153,20 @@ static inline intptr_t swift_futures_gate_slot_load_seq_cst(void *slot) {
 
 // The lock the library uses (`RawLock` on the Swift side), its unlocked value, and its operations:
 // - on Apple platforms, `os_unfair_lock`;
-// - on Linux, a futex word: 0 unlocked, 1 locked, 2 locked with a thread that may be asleep on it.
-//   Taking and releasing it uncontended is one atomic instruction each, inlined where the lock is
-//   used; only a contended lock calls into atomic_globals.c (a short spin, then `futex`). A
-//   `pthread_mutex_t` costs a call and its type and owner checks on every operation. The word is a
-//   plain `uint32_t` to Swift (which never reads it), an atomic to the operations below;
+// - on Linux (Android included), a futex word: 0 unlocked, 1 locked, 2 locked with a thread that
+//   may be asleep on it. In optimised builds, taking and releasing it uncontended is one atomic
+//   instruction each, inlined where the lock is used; a contended lock spins a little (below),
+//   and only a thread that must sleep, or wake a sleeper, calls into atomic_globals.c for the
+//   `futex` system call. A `pthread_mutex_t` costs a call and its type and owner checks on every
+//   operation. The word is a plain `uint32_t` (Swift never reads it), operated on with the
+//   compiler's `__atomic` builtins;
 // - elsewhere, `pthread_mutex_t`.
-// Acquiring is an acquire operation and releasing a release operation on the word, so what one
-// holder wrote happens before what the next holder reads (ThreadSanitizer sees the atomics).
+// Every way of acquiring is an acquire operation on the word and releasing a release operation,
+// so what one holder wrote happens before what the next holder reads. ThreadSanitizer sees those
+// atomics (all of them are here, in the header, compiled with the code that uses them); it no
+// longer sees a mutex, so it reports no lock-order inversions: the library's own rule against
+// nesting stripe locks is checked by `LockChecks` in debug builds, and a standalone `Lock` checks
+// its owner in debug builds.
 #if defined(__APPLE__)
 typedef os_unfair_lock swift_futures_raw_lock;
 #define SWIFT_FUTURES_RAW_LOCK_INIT OS_UNFAIR_LOCK_INIT
@@ -169,10 +175,39 @@ typedef struct {
     uint32_t word;
 } swift_futures_raw_lock;
 #define SWIFT_FUTURES_RAW_LOCK_INIT {0}
-/// Takes `lock`, which another thread holds: spins a little, then sleeps until it is released.
-void swift_futures_raw_lock_lock_contended(swift_futures_raw_lock *lock);
-/// Wakes one thread asleep on `lock`, which was just released.
+/// Sleeps while `lock`'s word is 2 (or until a spurious wake-up); keeps `errno`.
+void swift_futures_raw_lock_sleep(swift_futures_raw_lock *lock);
+/// Wakes one thread asleep on `lock`, which was just released; keeps `errno`.
 void swift_futures_raw_lock_wake(swift_futures_raw_lock *lock);
+
+/// Takes `lock`, which another thread held a moment ago: spins a little, then sleeps until a
+/// release wakes it. Out of line, so that the inlined fast path stays one instruction.
+static inline __attribute__((noinline, cold)) void swift_futures_raw_lock_lock_contended(swift_futures_raw_lock *lock) {
+    // Critical regions are a few hundred instructions: a holder running on another core is likely
+    // to release the lock within a short spin, which costs less than a sleep and a wake-up.
+    for (int spin = 0; spin < 64; spin++) {
+        uint32_t state = __atomic_load_n(&lock->word, __ATOMIC_RELAXED);
+        if (state == 0) {
+            uint32_t expected = 0;
+            if (__atomic_compare_exchange_n(&lock->word, &expected, 1, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+                return;
+            }
+        } else if (state == 2) {
+            break;  // others already sleep on it: join them rather than compete
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__) || (defined(__ARM_ARCH) && __ARM_ARCH >= 7)
+        __asm__ __volatile__("yield");
+#endif
+    }
+    // Mark the lock contended (2) whenever taking it from here, so that its release wakes a
+    // sleeper: a thread that takes it here cannot know whether others still sleep. A spurious or
+    // interrupted wake-up, or a word that changed before the sleep began, just tries again.
+    while (__atomic_exchange_n(&lock->word, 2, __ATOMIC_ACQUIRE) != 0) {
+        swift_futures_raw_lock_sleep(lock);
+    }
+}
 #else
 typedef pthread_mutex_t swift_futures_raw_lock;
 #define SWIFT_FUTURES_RAW_LOCK_INIT PTHREAD_MUTEX_INITIALIZER
@@ -183,7 +218,7 @@ static inline void swift_futures_raw_lock_init(swift_futures_raw_lock *lock) {
 #if defined(__APPLE__)
     *lock = OS_UNFAIR_LOCK_INIT;
 #elif defined(__linux__)
-    atomic_init((_Atomic(uint32_t) *)&lock->word, 0);
+    __atomic_store_n(&lock->word, 0, __ATOMIC_RELAXED);
 #else
     pthread_mutex_init(lock, NULL);
 #endif
@@ -203,9 +238,8 @@ static inline void swift_futures_raw_lock_lock(swift_futures_raw_lock *lock) {
     os_unfair_lock_lock(lock);
 #elif defined(__linux__)
     uint32_t expected = 0;
-    if (__builtin_expect(atomic_compare_exchange_strong_explicit(
-                             (_Atomic(uint32_t) *)&lock->word, &expected, 1, memory_order_acquire, memory_order_relaxed),
-                         1)) {
+    if (__builtin_expect(
+            __atomic_compare_exchange_n(&lock->word, &expected, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1)) {
         return;
     }
     swift_futures_raw_lock_lock_contended(lock);
@@ -218,7 +252,7 @@ static inline void swift_futures_raw_lock_unlock(swift_futures_raw_lock *lock) {
 #if defined(__APPLE__)
     os_unfair_lock_unlock(lock);
 #elif defined(__linux__)
-    if (__builtin_expect(atomic_exchange_explicit((_Atomic(uint32_t) *)&lock->word, 0, memory_order_release) == 2, 0)) {
+    if (__builtin_expect(__atomic_exchange_n(&lock->word, 0, __ATOMIC_RELEASE) == 2, 0)) {
         swift_futures_raw_lock_wake(lock);
     }
 #else
@@ -232,8 +266,7 @@ static inline bool swift_futures_raw_lock_trylock(swift_futures_raw_lock *lock) 
     return os_unfair_lock_trylock(lock);
 #elif defined(__linux__)
     uint32_t expected = 0;
-    return atomic_compare_exchange_strong_explicit(
-        (_Atomic(uint32_t) *)&lock->word, &expected, 1, memory_order_acquire, memory_order_relaxed);
+    return __atomic_compare_exchange_n(&lock->word, &expected, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 #else
     return pthread_mutex_trylock(lock) == 0;
 #endif
@@ -242,9 +275,19 @@ static inline bool swift_futures_raw_lock_trylock(swift_futures_raw_lock *lock) 
 #if defined(__linux__)
 /// The futex word's state (0 unlocked, 1 locked, 2 locked and contended), for tests.
 static inline uint32_t swift_futures_raw_lock_state(swift_futures_raw_lock *lock) {
-    return atomic_load_explicit((_Atomic(uint32_t) *)&lock->word, memory_order_relaxed);
+    return __atomic_load_n(&lock->word, __ATOMIC_RELAXED);
 }
 #endif
+
+/// The owner of a standalone lock, recorded by debug builds (0: none): loaded and stored relaxed,
+/// since only the owner's own thread compares it with itself.
+static inline uintptr_t swift_futures_lock_owner_load_relaxed(uintptr_t *owner) {
+    return __atomic_load_n(owner, __ATOMIC_RELAXED);
+}
+
+static inline void swift_futures_lock_owner_store_relaxed(uintptr_t *owner, uintptr_t value) {
+    __atomic_store_n(owner, value, __ATOMIC_RELAXED);
+}
 
 /// One stripe lock, alone on its cache line (`LockTable.stride` bytes).
 typedef struct {
@@ -278,6 +321,12 @@ static inline uintptr_t swift_futures_held_stripes_get(void) {
 
 static inline void swift_futures_held_stripes_set(uintptr_t value) {
     swift_futures_held_stripes = value;
+}
+
+/// A number that identifies the calling thread while it runs (the address of one of its
+/// thread-locals), never 0.
+static inline uintptr_t swift_futures_thread_identity(void) {
+    return (uintptr_t)&swift_futures_held_stripes;
 }
 
 // MARK: - The adoption gate's storage

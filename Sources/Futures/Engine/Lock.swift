@@ -160,26 +160,52 @@ extension LockTable {
 }
 
 /// A standalone lock for state that is not a future's (the adoption gate's, small helper objects).
+///
+/// Debug builds record its owner and trap when a thread takes it twice (which would hang) or
+/// releases it without holding it.
 @usableFromInline
 final class Lock: @unchecked Sendable {
-    // Safety: the pointer is allocated in init and freed in deinit; the lock it points to is the
-    // synchronisation primitive itself, designed to be used from many threads.
+    // Safety: the pointers are allocated in init and freed in deinit; the lock they point to is
+    // the synchronisation primitive itself, designed to be used from many threads, and the owner
+    // word is read and written with relaxed atomics (only the owner's thread finds itself in it).
     @usableFromInline let raw: UnsafeMutablePointer<RawLock>
+    #if DEBUG
+    @usableFromInline let owner: UnsafeMutablePointer<UInt>
+    #endif
 
     @usableFromInline init() {
         raw = .allocate(capacity: 1)
         RawLockOps.initialize(raw)
+        #if DEBUG
+        owner = .allocate(capacity: 1)
+        owner.initialize(to: 0)
+        #endif
     }
 
     deinit {
         RawLockOps.destroy(raw)
         raw.deallocate()
+        #if DEBUG
+        owner.deallocate()
+        #endif
     }
 
     @inlinable
     func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        #if DEBUG
+        let me = swift_futures_thread_identity()
+        precondition(swift_futures_lock_owner_load_relaxed(owner) != me, "a lock was taken twice on one thread")
+        RawLockOps.lock(raw)
+        swift_futures_lock_owner_store_relaxed(owner, me)
+        defer {
+            precondition(swift_futures_lock_owner_load_relaxed(owner) == me, "a lock was released by a thread that does not hold it")
+            swift_futures_lock_owner_store_relaxed(owner, 0)
+            RawLockOps.unlock(raw)
+        }
+        #else
         RawLockOps.lock(raw)
         defer { RawLockOps.unlock(raw) }
+        #endif
         return try body()
     }
 }
