@@ -50,7 +50,7 @@ struct RequestIDCarrier: FutureContextCarrier {
             }
             return user
         }
-        #expect(try await user.value.id == 42)
+        #expect(try await valueAfterItsCallbacks(user).id == 42)
         let span = try #require(trace.finished("load user"))
         #expect(span.parentSpanID == trace.root.spanID)
         #expect(span.attributes["user.id"] != nil)
@@ -66,7 +66,7 @@ struct RequestIDCarrier: FutureContextCarrier {
             }
             return profile
         }
-        #expect(try await profile.value == "picture of 42")
+        #expect(try await valueAfterItsCallbacks(profile) == "picture of 42")
         let parent = try #require(trace.finished("load profile"))
         #expect(trace.finished("load picture")?.parentSpanID == parent.spanID)
     }
@@ -81,7 +81,7 @@ struct RequestIDCarrier: FutureContextCarrier {
             }
             return both
         }
-        let (user, settings) = try await both.value
+        let (user, settings) = try await valueAfterItsCallbacks(both)
         #expect(user.id == settings.userID)
         let parent = try #require(trace.finished("load both"))
         #expect(trace.finished("load user")?.parentSpanID == parent.spanID)
