@@ -233,13 +233,23 @@ static inline void swift_futures_raw_lock_destroy(swift_futures_raw_lock *lock) 
 #endif
 }
 
+/// Takes `lock` if nobody holds it: whether it did.
+static inline bool swift_futures_raw_lock_trylock(swift_futures_raw_lock *lock) {
+#if defined(__APPLE__)
+    return os_unfair_lock_trylock(lock);
+#elif defined(__linux__)
+    uint32_t expected = 0;
+    return __atomic_compare_exchange_n(&lock->word, &expected, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+#else
+    return pthread_mutex_trylock(lock) == 0;
+#endif
+}
+
 static inline void swift_futures_raw_lock_lock(swift_futures_raw_lock *lock) {
 #if defined(__APPLE__)
     os_unfair_lock_lock(lock);
 #elif defined(__linux__)
-    uint32_t expected = 0;
-    if (__builtin_expect(
-            __atomic_compare_exchange_n(&lock->word, &expected, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1)) {
+    if (__builtin_expect(swift_futures_raw_lock_trylock(lock), 1)) {
         return;
     }
     swift_futures_raw_lock_lock_contended(lock);
@@ -257,18 +267,6 @@ static inline void swift_futures_raw_lock_unlock(swift_futures_raw_lock *lock) {
     }
 #else
     pthread_mutex_unlock(lock);
-#endif
-}
-
-/// Takes `lock` if nobody holds it: whether it did.
-static inline bool swift_futures_raw_lock_trylock(swift_futures_raw_lock *lock) {
-#if defined(__APPLE__)
-    return os_unfair_lock_trylock(lock);
-#elif defined(__linux__)
-    uint32_t expected = 0;
-    return __atomic_compare_exchange_n(&lock->word, &expected, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-#else
-    return pthread_mutex_trylock(lock) == 0;
 #endif
 }
 
